@@ -1,0 +1,58 @@
+"""EV Grid Oracle core: a headless Bengaluru EV-charging dispatch simulator.
+
+Pure: imports only the standard library, numpy and networkx.
+"""
+
+from .actions import (
+    ACTION_SYNTAX,
+    Action,
+    ChargerKind,
+    Defer,
+    Invalid,
+    LoadShift,
+    Route,
+    action_contract,
+    format_action,
+    parse_action,
+)
+from .city import City, Feeder, Station, load_city
+from .config import REWARD_KEYS, RewardWeights, SimConfig
+from .env import EpisodeOverError, EVGridEnv, StepResult
+from .kpis import KPI_UNITS, aggregate
+from .observation import EVRequest, Observation, render_text
+from .rules import route_mask, validate_action
+from .scenarios import DEFAULT_SCENARIO, SCENARIOS, Scenario, get_scenario
+
+__all__ = [
+    "ACTION_SYNTAX",
+    "Action",
+    "ChargerKind",
+    "City",
+    "DEFAULT_SCENARIO",
+    "Defer",
+    "EVGridEnv",
+    "EVRequest",
+    "EpisodeOverError",
+    "Feeder",
+    "Invalid",
+    "KPI_UNITS",
+    "LoadShift",
+    "Observation",
+    "REWARD_KEYS",
+    "RewardWeights",
+    "Route",
+    "SCENARIOS",
+    "Scenario",
+    "SimConfig",
+    "Station",
+    "StepResult",
+    "action_contract",
+    "aggregate",
+    "format_action",
+    "get_scenario",
+    "load_city",
+    "parse_action",
+    "render_text",
+    "route_mask",
+    "validate_action",
+]

@@ -1,0 +1,166 @@
+"""Decisions: typed actions, their one-line text form, and the one parser.
+
+Every action has exactly one canonical text line (what the LLM writes)::
+
+    ROUTE E17 S5 FAST        route EV 17 to station 5, fast DC charger
+    DEFER E17 15             ask EV 17 to wait 15 minutes, then decide again
+    LOAD_SHIFT S5 50 30      cap station 5 at 50 % of its limit for 30 minutes
+
+The syntax is defined once, in ``ACTION_SYNTAX``: the parser's regular expression
+and the Oracle's GBNF grammar are both generated from it, so they cannot drift.
+``parse_action`` never raises; it returns an action or an ``Invalid`` with errors.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from enum import IntEnum
+
+# --- Vocabulary -------------------------------------------------------------
+
+
+class ChargerKind(IntEnum):
+    """The three charger kinds; the value indexes per-kind arrays."""
+
+    SLOW = 0  # 7 kW AC (Type-2)
+    FAST = 1  # 30 kW DC (CCS2)
+    ULTRA = 2  # 150 kW DC (CCS2)
+
+
+KIND_NAMES: tuple[str, ...] = tuple(k.name for k in ChargerKind)
+DEFER_MINUTES: tuple[int, ...] = (5, 10, 15, 20, 30, 45, 60)  # [min]
+SHIFT_CAP_PCT: tuple[int, ...] = (25, 50, 75)  # [% of station limit]
+SHIFT_MINUTES: tuple[int, ...] = (15, 30, 45, 60)  # [min]
+MAX_ID = 9999  # ids are 1..9999 written without leading zeros
+
+# --- Typed actions ------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    """Send EV ``ev`` to station ``station`` to charge on a ``kind`` charger."""
+
+    ev: int
+    station: int
+    kind: ChargerKind
+
+
+@dataclass(frozen=True, slots=True)
+class Defer:
+    """Ask EV ``ev`` to wait ``minutes`` before it is decided again."""
+
+    ev: int
+    minutes: int  # [min]
+
+
+@dataclass(frozen=True, slots=True)
+class LoadShift:
+    """Cap station ``station`` at ``cap_pct`` % of its limit for ``minutes``."""
+
+    station: int
+    cap_pct: int  # [%]
+    minutes: int  # [min]
+
+
+@dataclass(frozen=True, slots=True)
+class Invalid:
+    """What the parser returns for text that is not an action."""
+
+    text: str
+    errors: tuple[str, ...]
+
+
+Action = Route | Defer | LoadShift
+
+# --- The one syntax definition --------------------------------------------------
+# Each action: keyword, then fields. A field is ("id", prefix) for E<n>/S<n>,
+# or ("choice", values) for a fixed set of words or numbers.
+
+ACTION_SYNTAX: dict[str, tuple[tuple[str, object], ...]] = {
+    "ROUTE": (("id", "E"), ("id", "S"), ("choice", KIND_NAMES)),
+    "DEFER": (("id", "E"), ("choice", tuple(str(m) for m in DEFER_MINUTES))),
+    "LOAD_SHIFT": (
+        ("id", "S"),
+        ("choice", tuple(str(c) for c in SHIFT_CAP_PCT)),
+        ("choice", tuple(str(m) for m in SHIFT_MINUTES)),
+    ),
+}
+ID_DIGITS = r"[1-9][0-9]{0,3}"  # 1..9999, no leading zeros
+
+
+def _field_regex(field: tuple[str, object]) -> str:
+    kind, arg = field
+    if kind == "id":
+        return f"{arg}({ID_DIGITS})"
+    return "(" + "|".join(re.escape(str(v)) for v in arg) + ")"  # type: ignore[union-attr]
+
+
+_ACTION_RES = {
+    kw: re.compile("^" + " ".join([kw, *map(_field_regex, fields)]) + "$")
+    for kw, fields in ACTION_SYNTAX.items()
+}
+MAX_ACTION_CHARS = max(
+    len(kw) + sum(1 + (5 if f[0] == "id" else max(map(len, f[1]))) for f in fields)  # type: ignore[arg-type]
+    for kw, fields in ACTION_SYNTAX.items()
+)
+
+# --- Format and parse -------------------------------------------------------------
+
+
+def format_action(action: Action) -> str:
+    """The canonical one-line text of a typed action."""
+    if isinstance(action, Route):
+        return f"ROUTE E{action.ev} S{action.station} {ChargerKind(action.kind).name}"
+    if isinstance(action, Defer):
+        return f"DEFER E{action.ev} {action.minutes}"
+    if isinstance(action, LoadShift):
+        return f"LOAD_SHIFT S{action.station} {action.cap_pct} {action.minutes}"
+    raise TypeError(f"not an action: {action!r}")
+
+
+def parse_action(text: object) -> Action | Invalid:
+    """Parse one action line. Never raises.
+
+    Surrounding whitespace (a trailing newline from a model) is ignored; the line
+    itself must be canonical: upper-case keyword, single spaces, ids without
+    leading zeros, values from the allowed sets.
+    """
+    if not isinstance(text, str):
+        return Invalid(
+            repr(text)[:200], (f"expected a text line, got {type(text).__name__}",)
+        )
+    line = text.strip()
+    if not line:
+        return Invalid(text[:200], ("empty action",))
+    if "\n" in line or "\r" in line:
+        return Invalid(text[:200], ("more than one line",))
+    keyword = line.split(" ", 1)[0]
+    pattern = _ACTION_RES.get(keyword)
+    if pattern is None:
+        known = ", ".join(ACTION_SYNTAX)
+        return Invalid(
+            line[:200], (f"unknown action {keyword[:40]!r}; expected one of {known}",)
+        )
+    match = pattern.match(line)
+    if match is None:
+        return Invalid(line[:200], (f"malformed {keyword}: expected {usage(keyword)}",))
+    g = match.groups()
+    if keyword == "ROUTE":
+        return Route(int(g[0]), int(g[1]), ChargerKind[g[2]])
+    if keyword == "DEFER":
+        return Defer(int(g[0]), int(g[1]))
+    return LoadShift(int(g[0]), int(g[1]), int(g[2]))
+
+
+def usage(keyword: str) -> str:
+    """A human-readable template of one action, e.g. 'ROUTE E<n> S<n> SLOW|FAST|ULTRA'."""
+    parts = [keyword]
+    for kind, arg in ACTION_SYNTAX[keyword]:
+        parts.append(f"{arg}<n>" if kind == "id" else "|".join(map(str, arg)))  # type: ignore[arg-type]
+    return " ".join(parts)
+
+
+def action_contract() -> str:
+    """The answer contract an LLM is shown: one template per line."""
+    return "\n".join(usage(k) for k in ACTION_SYNTAX)

@@ -1,0 +1,230 @@
+"""EVGridEnv: the headless simulator. ``reset``, ``step``, ``state``.
+
+One step = one decision. Requests due at a tick are decided one at a time; the
+clock advances (5 simulated minutes a tick, physics in ``world.py``) only once
+every request due at the current tick has been decided, then fast-forwards to the
+next tick that has a request. Invalid actions strand their EV, so every step
+either settles a request or is one of at most ``max_load_shifts_per_tick`` valid
+LOAD_SHIFTs, and each EV can be deferred at most ``max_defers`` times: an episode
+always ends within a bounded number of steps.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .actions import (
+    Action,
+    Defer,
+    Invalid,
+    Route,
+    format_action,
+    parse_action,
+)
+from .config import REWARD_KEYS, SimConfig
+from .fleet import CLASS_NAMES, ORIGIN_WEIGHT, draw_arrivals
+from .kpis import KPITracker
+from .observation import Observation, build_observation, render_text
+from .rules import validate_action
+from .scenarios import DEFAULT_SCENARIO, Scenario, get_scenario
+from .world import World, scenario_tables
+
+
+class EpisodeOverError(RuntimeError):
+    """``step`` was called after the episode ended (or before ``reset``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class StepResult:
+    reward: float
+    done: bool
+    info: dict[str, Any]
+
+
+class EVGridEnv:
+    """Bengaluru EV-charging dispatch. Deterministic for a given (seed, scenario)."""
+
+    def __init__(self, config: SimConfig | None = None) -> None:
+        self.config = config or SimConfig()
+        self.world: World | None = None
+        self.scenario: Scenario | None = None
+        self.seed: int | None = None
+
+    # --- Episode ----------------------------------------------------------------------
+    def reset(
+        self, seed: int = 0, scenario: str | Scenario = DEFAULT_SCENARIO
+    ) -> Observation:
+        """Start an episode. Arrivals come from their own stream derived from ``seed``."""
+        sc = get_scenario(scenario) if isinstance(scenario, str) else scenario
+        if not isinstance(seed, int | np.integer) or seed < 0:
+            raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+        self.scenario, self.seed = sc, int(seed)
+        tables = scenario_tables(sc, self.config)
+        arrivals_ss, noise_ss = np.random.SeedSequence([int(seed), 0xE76]).spawn(2)
+        arrivals = draw_arrivals(
+            np.random.default_rng(arrivals_ss),
+            start_minute=sc.start_minute,
+            n_ticks=sc.n_ticks,
+            tick_minutes=self.config.tick_minutes,
+            node_weights=_node_weights(tables.city.nodes, sc),
+            arrival_scale=sc.arrival_scale,
+            critical_scale=sc.critical_scale,
+        )
+        noise = np.random.default_rng(noise_ss).normal(
+            1.0, 0.02, len(tables.city.feeders)
+        )
+        self.world = World(self.config, sc, tables, arrivals, noise)
+        self.kpis = KPITracker(self.world)
+        self.steps = 0
+        self.done = False
+        self.last_info: dict[str, Any] = {}
+        parts = dict.fromkeys(REWARD_KEYS, 0.0)
+        self.world.advance(parts, self.kpis)  # to the first tick with a request
+        self.done = self.world.finished
+        return self.observation()
+
+    def step(self, action: Action | str) -> StepResult:
+        """Apply one decision (typed, or one text line) and return reward and info."""
+        w = self.world
+        if w is None or self.done:
+            raise EpisodeOverError(
+                "episode is over; call reset()" if w else "call reset() first"
+            )
+        text = action if isinstance(action, str) else None
+        parsed = parse_action(action) if isinstance(action, str) else action
+        if isinstance(parsed, Invalid):
+            ok, reason = False, "; ".join(parsed.errors)
+        else:
+            ok, reason = validate_action(w, parsed)
+        parts = dict.fromkeys(REWARD_KEYS, 0.0)
+        ev = w.pending[0]
+        weights = self.config.weights
+        if not ok:
+            parts["invalid"] -= weights.invalid
+            self.kpis.invalid += 1
+            w.strand(ev, parts, self.kpis)
+        elif isinstance(parsed, Route):
+            w.route(ev, parsed.station, int(parsed.kind), parts)
+        elif isinstance(parsed, Defer):
+            w.defer(ev, parsed.minutes, parts)
+        else:
+            w.load_shift(parsed.station, parsed.cap_pct, parsed.minutes, parts)
+            self.kpis.load_shifts += 1
+        if not w.pending:
+            w.advance(parts, self.kpis)
+        self.steps += 1
+        self.kpis.steps += 1
+        self.done = w.finished
+        reward = sum(parts.values())
+        self.kpis.add_reward(reward, parts)
+        self.last_info = {
+            "valid": ok,
+            "reason": reason,
+            "action": text if text is not None else format_action(parsed),  # type: ignore[arg-type]
+            "ev": ev + 1,
+            "reward_parts": parts,
+            "tick": w.tick,
+        }
+        return StepResult(reward, self.done, self.last_info)
+
+    # --- Views ------------------------------------------------------------------------
+    def observation(self) -> Observation:
+        """What the agent sees now: the request to decide and the city around it."""
+        self._require()
+        return build_observation(self.world, self.done)  # type: ignore[arg-type]
+
+    def render_text(self) -> str:
+        """The compact text observation an LLM reads (about 300 tokens)."""
+        return render_text(self.observation())
+
+    def kpi_summary(self) -> dict[str, float]:
+        """The episode's KPIs so far (final once ``done``)."""
+        self._require()
+        return self.kpis.summary()
+
+    def state(self) -> dict[str, Any]:
+        """The whole state as plain JSON-able data (for viewers, servers, logs)."""
+        self._require()
+        w = self.world
+        assert w is not None and self.scenario is not None
+        city = w.tables.city
+        evs = []
+        for i in w.active_evs():
+            evs.append(
+                {
+                    "id": i + 1,
+                    "class": CLASS_NAMES[w.klass[i]],
+                    "status": w.status_name(i),
+                    "node": city.nodes[w.node[i]],
+                    "soc": round(float(w.soc[i]), 4),
+                    "target": float(w.target[i]),
+                    "battery_kwh": float(w.battery[i]),
+                    "critical": bool(w.critical[i]),
+                    "station": int(w.station[i]) + 1 if w.station[i] >= 0 else None,
+                    "kind": int(w.kind[i]) if w.kind[i] >= 0 else None,
+                    "depart_minute": float(w.depart_minute[i]),
+                    "arrive_minute": float(w.arrive_minute[i]),
+                    "request_minute": float(w.request_minute[i]),
+                }
+            )
+        return {
+            "scenario": self.scenario.name,
+            "seed": self.seed,
+            "tick": w.tick,
+            "n_ticks": self.scenario.n_ticks,
+            "minute": w.minute,
+            "clock": w.clock(),
+            "done": self.done,
+            "steps": self.steps,
+            "request": w.pending[0] + 1 if w.pending else None,
+            "pending": [i + 1 for i in w.pending],
+            "tariff_inr": w.tariff_now(),
+            "renewable_share": w.renewable_now(),
+            "stations": [
+                {
+                    "id": st.id,
+                    "name": st.name,
+                    "feeder": st.feeder + 1,
+                    "open": bool(w.station_open(s)),
+                    "plugs": list(st.plugs),
+                    "busy": w.busy[s].tolist(),
+                    "queue": [len(q) for q in w.queues[s]],
+                    "load_kw": round(float(w.station_kw[s]), 3),
+                    "cap_kw": float(w.cap_kw(s)),
+                    "load_shift_until_tick": int(w.shift_until[s])
+                    if w.shift_until[s] > w.tick
+                    else None,
+                }
+                for s, st in enumerate(city.stations)
+            ],
+            "feeders": [
+                {
+                    "id": f.id,
+                    "name": f.name,
+                    "capacity_kw": float(w.feeder_capacity[f.id - 1]),
+                    "background_kw": round(float(w.feeder_background[f.id - 1]), 3),
+                    "ev_kw": round(float(w.feeder_ev_kw[f.id - 1]), 3),
+                    "utilisation": round(float(w.feeder_util[f.id - 1]), 5),
+                }
+                for f in city.feeders
+            ],
+            "evs": evs,
+            "kpis": self.kpis.summary(),
+        }
+
+    def clone(self) -> EVGridEnv:
+        """An independent copy (for look-ahead and counterfactual scoring)."""
+        return copy.deepcopy(self)
+
+    def _require(self) -> None:
+        if self.world is None:
+            raise EpisodeOverError("call reset() first")
+
+
+def _node_weights(nodes: tuple[str, ...], sc: Scenario) -> np.ndarray:
+    boost = dict(sc.origin_boost)
+    return np.array([ORIGIN_WEIGHT.get(n, 1.0) * boost.get(n, 1.0) for n in nodes])

@@ -1,0 +1,173 @@
+"""EVs: vehicle classes and the seeded arrival process (the exogenous world).
+
+Arrivals and every EV attribute are drawn at reset from their own random stream,
+so no policy can change who arrives, where, or with how much charge.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+# --- Vehicle classes ----------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class EVClass:
+    name: str
+    share: float  # [0-1] of arrivals
+    batteries_kwh: tuple[float, ...]  # [kWh] drawn uniformly
+    max_ac_kw: float  # [kW] on-board charger limit
+    max_dc_kw: float  # [kW] 0 = no DC inlet
+    km_per_kwh: float  # [km/kWh] real-world efficiency
+    soc_range: tuple[float, float]  # [0-1] state of charge on request
+    target_soc: float  # [0-1] leaves when reached
+    patience_min: tuple[float, float]  # [min] gives up if not plugged in by then
+    critical_prob: float  # [0-1] chance of a hard deadline
+    deadline_min: tuple[float, float]  # [min] a critical EV must plug in within
+
+
+# Cars: Tata Nexon EV 30.2/40.5 kWh, MG ZS EV 44.5/50.3 kWh [V]; 7.2 kW AC [V];
+# 50 kW DC and 7 km/kWh [A]. Three-wheelers: Mahindra Treo about 7.4 kWh [U],
+# Bharat AC-001 3.3 kW outlets [V], no DC [A]. Fleet cabs: 26-30 kWh sedans on
+# 7.2 kW AC and 30 kW DC [A], more often on a booking deadline [A].
+EV_CLASSES = (
+    EVClass("car", 0.55, (30.2, 40.5, 44.5, 50.3), 7.2, 50.0, 7.0, (0.10, 0.45), 0.80, (45, 90), 0.08, (25, 45)),
+    EVClass("3w", 0.25, (5.4, 7.4, 8.0), 3.3, 0.0, 14.0, (0.10, 0.40), 0.90, (30, 60), 0.02, (20, 40)),
+    EVClass("cab", 0.20, (26.0, 30.2), 7.2, 30.0, 7.5, (0.08, 0.35), 0.80, (25, 50), 0.30, (15, 35)),
+)  # fmt: skip
+CLASS_NAMES = tuple(c.name for c in EV_CLASSES)
+
+# --- Arrival process -------------------------------------------------------------------
+# EVs per hour that ask the dispatcher for a public charger, hours 00..23 [A].
+# No Indian session-level data was found [U] (facts §4); the shape follows the
+# feeder's morning/evening peaks, scaled so public plugs are busy at the peak.
+ARRIVALS_PER_HOUR = np.array(
+    [
+        4,
+        3,
+        2,
+        2,
+        3,
+        6,
+        12,
+        20,
+        28,
+        30,
+        26,
+        22,
+        20,
+        20,
+        22,
+        26,
+        32,
+        40,
+        44,
+        42,
+        34,
+        22,
+        12,
+        6,
+    ],
+    dtype=float,
+)
+# Origin weights by locality [A]: IT corridors and transit hubs send more EVs.
+ORIGIN_WEIGHT = {
+    "Whitefield (ITPL/TTMC)": 2.0,
+    "Electronic City": 2.0,
+    "Marathahalli": 1.8,
+    "Bellandur": 1.8,
+    "Sarjapur Road (Doddakannelli/Wipro)": 1.5,
+    "Koramangala": 1.6,
+    "Nagawara (Manyata Tech Park)": 1.6,
+    "HSR Layout": 1.4,
+    "Majestic (Kempegowda Bus Stn / KSR)": 1.5,
+    "Indiranagar": 1.3,
+    "Central Silk Board (junction)": 0.3,
+    "Kudlu Gate (Hosur Road)": 0.5,
+}
+
+
+@dataclass(frozen=True)
+class Arrivals:
+    """Every EV of one episode, as arrays indexed by EV number (id = index + 1)."""
+
+    tick: np.ndarray  # request tick
+    minute: np.ndarray  # [min since episode start] request time
+    klass: np.ndarray  # index into EV_CLASSES
+    node: np.ndarray  # index into City.nodes
+    battery_kwh: np.ndarray
+    soc: np.ndarray  # [0-1]
+    target: np.ndarray  # [0-1]
+    max_ac_kw: np.ndarray
+    max_dc_kw: np.ndarray
+    km_per_kwh: np.ndarray
+    patience_min: np.ndarray
+    critical: np.ndarray  # bool
+    deadline_min: np.ndarray  # [min after request] (inf when not critical)
+
+    def __len__(self) -> int:
+        return len(self.tick)
+
+
+def draw_arrivals(
+    rng: np.random.Generator,
+    *,
+    start_minute: int,
+    n_ticks: int,
+    tick_minutes: int,
+    node_weights: np.ndarray,
+    arrival_scale: float = 1.0,
+    critical_scale: float = 1.0,
+) -> Arrivals:
+    """Draw one episode's arrivals: Poisson per tick, attributes per EV."""
+    minutes = start_minute + tick_minutes * np.arange(n_ticks)
+    hours = (minutes // 60) % 24
+    lam = ARRIVALS_PER_HOUR[hours] * arrival_scale * tick_minutes / 60.0
+    counts = rng.poisson(lam)
+    tick = np.repeat(np.arange(n_ticks), counts)
+    n = len(tick)
+    minute = tick * tick_minutes  # requests are due at the start of their tick
+    shares = np.array([c.share for c in EV_CLASSES])
+    klass = rng.choice(len(EV_CLASSES), size=n, p=shares / shares.sum())
+    p_node = node_weights / node_weights.sum()
+    node = rng.choice(len(node_weights), size=n, p=p_node)
+    u = rng.random((n, 5))
+    battery = np.empty(n)
+    soc = np.empty(n)
+    patience = np.empty(n)
+    deadline = np.full(n, np.inf)
+    critical = np.zeros(n, dtype=bool)
+    for k, c in enumerate(EV_CLASSES):
+        m = klass == k
+        batts = np.array(c.batteries_kwh)
+        battery[m] = batts[(u[m, 0] * len(batts)).astype(int)]
+        soc[m] = np.round(
+            c.soc_range[0] + u[m, 1] * (c.soc_range[1] - c.soc_range[0]), 2
+        )
+        patience[m] = np.round(
+            c.patience_min[0] + u[m, 2] * (c.patience_min[1] - c.patience_min[0])
+        )
+        crit = u[m, 3] < min(1.0, c.critical_prob * critical_scale)
+        critical[m] = crit
+        dl = np.round(
+            c.deadline_min[0] + u[m, 4] * (c.deadline_min[1] - c.deadline_min[0])
+        )
+        deadline[m] = np.where(crit, dl, np.inf)
+    cls = EV_CLASSES
+    return Arrivals(
+        tick=tick,
+        minute=minute.astype(float),
+        klass=klass,
+        node=node,
+        battery_kwh=battery,
+        soc=soc,
+        target=np.array([cls[k].target_soc for k in klass]),
+        max_ac_kw=np.array([cls[k].max_ac_kw for k in klass]),
+        max_dc_kw=np.array([cls[k].max_dc_kw for k in klass]),
+        km_per_kwh=np.array([cls[k].km_per_kwh for k in klass]),
+        patience_min=patience,
+        critical=critical,
+        deadline_min=deadline,
+    )

@@ -1,0 +1,143 @@
+"""KPIs per episode and their aggregation over seeds (mean and 95 % CI)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from .config import REWARD_KEYS
+
+if TYPE_CHECKING:
+    from .world import World
+
+# Stable KPI keys, in display order, with their units.
+KPI_UNITS: dict[str, str] = {
+    "mean_wait_min": "min",
+    "p95_wait_min": "min",
+    "evs_requested": "EVs",
+    "evs_plugged_in": "EVs",
+    "evs_served": "EVs",
+    "energy_kwh": "kWh",
+    "critical_on_time_pct": "%",
+    "stranded": "EVs",
+    "peak_feeder_util_pct": "%",
+    "overload_feeder_min": "min",
+    "stress_events": "events",
+    "renewable_share_pct": "%",
+    "energy_cost_inr": "INR",
+    "cost_per_kwh_inr": "INR/kWh",
+    "invalid_action_pct": "%",
+    "load_shifts": "actions",
+    "steps": "steps",
+    "return": "",
+}
+
+
+class KPITracker:
+    """Counts what happens in one episode; ``summary()`` gives the KPI dict."""
+
+    def __init__(self, world: World) -> None:
+        self.world = world
+        self.waits: list[float] = []
+        self.served = self.stranded = self.invalid = self.steps = self.load_shifts = 0
+        self.arrived_at_station = 0
+        self.critical_on_time = 0
+        self.peak_util = 0.0
+        self.overload_ticks = 0
+        self.stress_events = 0
+        self.stress_kwh = self.overload_kwh = 0.0
+        self.energy = self.renewable_energy = self.cost = 0.0
+        self.total_return = 0.0
+        self.parts_total = dict.fromkeys(REWARD_KEYS, 0.0)
+
+    # --- Hooks called by the world -------------------------------------------------
+    def on_plug_in(self, ev: int, wait_min: float, on_time: bool) -> None:
+        self.waits.append(wait_min)
+        self.critical_on_time += on_time
+
+    def on_tick(
+        self,
+        util: np.ndarray,
+        new_stress: np.ndarray,
+        stress_kwh: float,
+        over_kwh: float,
+    ) -> None:
+        self.peak_util = max(self.peak_util, float(util.max()))
+        self.overload_ticks += int((util > 1.0).sum())
+        self.stress_events += int(new_stress.sum())
+        self.stress_kwh += stress_kwh
+        self.overload_kwh += over_kwh
+
+    def on_energy(self, kwh: float, renewable_kwh: float, cost_inr: float) -> None:
+        self.energy += kwh
+        self.renewable_energy += renewable_kwh
+        self.cost += cost_inr
+
+    def add_reward(self, reward: float, parts: Mapping[str, float]) -> None:
+        self.total_return += reward
+        for k, v in parts.items():
+            self.parts_total[k] += v
+
+    # --- Summary ---------------------------------------------------------------------
+    def summary(self) -> dict[str, float]:
+        w = self.world
+        requested = int(np.count_nonzero(w.status > 0))
+        critical = int(np.count_nonzero(w.critical & (w.status > 0)))
+        waits = np.array(self.waits) if self.waits else np.zeros(1)
+        tm = w.config.tick_minutes
+        return {
+            "mean_wait_min": float(waits.mean()),
+            "p95_wait_min": float(np.percentile(waits, 95)),
+            "evs_requested": requested,
+            "evs_plugged_in": len(self.waits),
+            "evs_served": self.served,
+            "energy_kwh": self.energy,
+            "critical_on_time_pct": 100.0 * self.critical_on_time / critical
+            if critical
+            else 100.0,
+            "stranded": self.stranded,
+            "peak_feeder_util_pct": 100.0 * self.peak_util,
+            "overload_feeder_min": float(self.overload_ticks * tm),
+            "stress_events": self.stress_events,
+            "renewable_share_pct": 100.0 * self.renewable_energy / self.energy
+            if self.energy
+            else 0.0,
+            "energy_cost_inr": self.cost,
+            "cost_per_kwh_inr": self.cost / self.energy if self.energy else 0.0,
+            "invalid_action_pct": 100.0 * self.invalid / self.steps
+            if self.steps
+            else 0.0,
+            "load_shifts": self.load_shifts,
+            "steps": self.steps,
+            "return": self.total_return,
+        }
+
+
+def aggregate(episodes: Iterable[Mapping[str, float]]) -> dict[str, dict[str, float]]:
+    """Mean, standard deviation and 95 % CI half-width (Student t) of each KPI."""
+    rows = list(episodes)
+    out: dict[str, dict[str, float]] = {}
+    for key in rows[0] if rows else ():
+        x = np.array([float(r[key]) for r in rows])
+        n = len(x)
+        sd = float(x.std(ddof=1)) if n > 1 else 0.0
+        out[key] = {
+            "mean": float(x.mean()),
+            "sd": sd,
+            "ci95": _t95(n) * sd / math.sqrt(n) if n > 1 else 0.0,
+            "n": n,
+        }
+    return out
+
+
+def _t95(n: int) -> float:
+    """Two-sided 95 % Student-t quantile for n-1 degrees of freedom (table, no scipy)."""
+    table = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262,
+             10: 2.228, 12: 2.179, 15: 2.131, 20: 2.086, 25: 2.060, 30: 2.042, 40: 2.021, 60: 2.000, 120: 1.980}  # fmt: skip
+    df = n - 1
+    if df > 120:
+        return 1.960
+    return table[max(k for k in table if k <= df)]  # the next smaller df: conservative

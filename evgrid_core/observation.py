@@ -1,0 +1,190 @@
+"""What an agent sees: a structured ``Observation`` and its compact text form.
+
+The text form is what the LLM Oracle reads: every number the decision needs and
+nothing else (about 300 tokens for the default scenario), because every prompt
+token costs a 3B model on a CPU about 13 ms.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .actions import DEFER_MINUTES, KIND_NAMES
+from .fleet import CLASS_NAMES
+from .rules import defer_problem, route_mask
+from .world import World
+
+FORECAST_TICKS = 6  # the "peak risk" look-ahead: 30 minutes
+
+
+@dataclass(frozen=True)
+class EVRequest:
+    """The EV whose request is being decided."""
+
+    id: int
+    klass: str  # car | 3w | cab
+    node: str  # locality it is at
+    battery_kwh: float
+    soc: float  # [0-1]
+    target: float  # [0-1]
+    max_ac_kw: float
+    max_dc_kw: float  # 0 = no DC inlet
+    range_km: float
+    waited_min: float  # since its first request
+    defers: int
+    critical: bool
+    deadline_in_min: float | None  # must plug in within (critical EVs)
+    patience_left_min: float  # gives up after
+
+
+@dataclass(frozen=True)
+class Observation:
+    """A snapshot: arrays are per station (S=25), per kind (3) or per feeder (F=6)."""
+
+    done: bool
+    tick: int
+    n_ticks: int
+    clock: str  # HH:MM
+    tariff_inr: float  # [INR/kWh] now
+    renewable_share: float  # [0-1] now
+    request: EVRequest | None
+    pending: int  # requests due now, this one included
+    travel_min: np.ndarray  # (S,) [min] from the request's locality
+    road_km: np.ndarray  # (S,) [km]
+    route_mask: np.ndarray  # (S, 3) bool: valid ROUTE targets
+    defer_options: tuple[int, ...]  # valid DEFER minutes
+    plugs: np.ndarray  # (S, 3)
+    busy: np.ndarray  # (S, 3)
+    queue: np.ndarray  # (S, 3)
+    open: np.ndarray  # (S,) bool
+    cap_kw: np.ndarray  # (S,) [kW] limit now (LOAD_SHIFT cap when shifted)
+    station_kw: np.ndarray  # (S,) [kW] mean power over the last tick
+    shifted: np.ndarray  # (S,) bool: under a LOAD_SHIFT cap
+    feeder_of: np.ndarray  # (S,) feeder index (0-based)
+    feeder_util: np.ndarray  # (F,) [0-1] last tick
+    feeder_capacity_kw: np.ndarray  # (F,) [kW] usable now
+    feeder_forecast: np.ndarray  # (F,) [0-1] max utilisation in 30 min if EV load stays
+    load_shifts_left: int
+    station_names: tuple[str, ...]
+
+
+def build_observation(w: World, done: bool) -> Observation:
+    city = w.tables.city
+    S = city.n_stations
+    t = w._t()
+    req = None
+    travel = np.zeros(S)
+    km = np.zeros(S)
+    defer_options: tuple[int, ...] = ()
+    if not done and w.pending:
+        ev = w.pending[0]
+        travel = w.travel_minutes(ev)
+        km = city.road_km[w.node[ev]].copy()
+        a = w.arrivals
+        crit = bool(w.critical[ev])
+        req = EVRequest(
+            id=ev + 1,
+            klass=CLASS_NAMES[w.klass[ev]],
+            node=city.nodes[w.node[ev]],
+            battery_kwh=float(w.battery[ev]),
+            soc=float(w.soc[ev]),
+            target=float(w.target[ev]),
+            max_ac_kw=float(a.max_ac_kw[ev]),
+            max_dc_kw=float(a.max_dc_kw[ev]),
+            range_km=w.range_km(ev),
+            waited_min=w.minute - float(w.request_minute[ev]),
+            defers=int(w.defers[ev]),
+            critical=crit,
+            deadline_in_min=float(w.deadline_minute[ev] - w.minute) if crit else None,
+            patience_left_min=float(w.patience_minute[ev] - w.minute),
+        )
+        defer_options = tuple(
+            m for m in DEFER_MINUTES if defer_problem(w, ev, m) is None
+        )
+    queue = np.array([[len(q) for q in per_kind] for per_kind in w.queues])
+    horizon = slice(t, min(w.n_ticks, t + FORECAST_TICKS))
+    fc = (w.background[horizon] + w.feeder_ev_kw) / w.tables.capacity_kw[horizon]
+    shifted = w.shift_until > w.tick
+    return Observation(
+        done=done,
+        tick=w.tick,
+        n_ticks=w.n_ticks,
+        clock=w.clock(),
+        tariff_inr=w.tariff_now(),
+        renewable_share=w.renewable_now(),
+        request=req,
+        pending=len(w.pending),
+        travel_min=travel,
+        road_km=km,
+        route_mask=route_mask(w),
+        defer_options=defer_options,
+        plugs=w.tables.plugs,
+        busy=w.busy.copy(),
+        queue=queue,
+        open=w.tables.station_open[t].copy(),
+        cap_kw=np.where(shifted, w.shift_cap_kw, w.tables.limit_kw),
+        station_kw=w.station_kw.copy(),
+        shifted=shifted,
+        feeder_of=w.tables.feeder_of,
+        feeder_util=np.array(w.feeder_util, dtype=float),
+        feeder_capacity_kw=w.tables.capacity_kw[t].copy(),
+        feeder_forecast=fc.max(axis=0)
+        if fc.size
+        else np.array(w.feeder_util, dtype=float),
+        load_shifts_left=max(0, w.config.max_load_shifts_per_tick - w.shifts_this_tick),
+        station_names=tuple(st.name for st in city.stations),
+    )
+
+
+def render_text(obs: Observation, max_stations: int = 8) -> str:
+    """The compact text observation. Lists the nearest stations the EV may use."""
+    head = (
+        f"{obs.clock} tick {obs.tick}/{obs.n_ticks} tariff Rs{obs.tariff_inr:.2f}/kWh "
+        f"renewable {obs.renewable_share * 100:.0f}%"
+    )
+    if obs.done or obs.request is None:
+        return head + "\nEpisode over."
+    r = obs.request
+    kinds = [k for k in range(3) if (r.max_ac_kw > 0 if k == 0 else r.max_dc_kw > 0)]
+    urgency = (
+        f" CRITICAL plug in within {max(0.0, r.deadline_in_min or 0):.0f}m"
+        if r.critical
+        else ""
+    )
+    dc = f" DC{r.max_dc_kw:.0f}kW" if r.max_dc_kw > 0 else " no DC"
+    lines = [
+        head,
+        f"REQUEST E{r.id} {r.klass} {r.battery_kwh:g}kWh SoC {r.soc * 100:.0f}%->{r.target * 100:.0f}%"
+        f" AC{r.max_ac_kw:g}kW{dc} range {r.range_km:.0f}km at {r.node.split(' (')[0]}"
+        f" waited {r.waited_min:.0f}m gives up in {r.patience_left_min:.0f}m{urgency}",
+        "FEEDERS load% (30-min peak%): "
+        + " ".join(
+            f"F{f + 1} {u * 100:.0f}({p * 100:.0f})"
+            for f, (u, p) in enumerate(
+                zip(obs.feeder_util, obs.feeder_forecast, strict=True)
+            )
+        ),
+        "STATIONS drive feeder "
+        + " ".join(f"{KIND_NAMES[k]}(free/plugs,queue)" for k in kinds),
+    ]
+    usable = np.flatnonzero(obs.route_mask.any(axis=1))
+    for s in usable[np.argsort(obs.travel_min[usable], kind="stable")][:max_stations]:
+        cells = " ".join(
+            f"{obs.plugs[s, k] - obs.busy[s, k]}/{obs.plugs[s, k]},q{obs.queue[s, k]}"
+            if obs.route_mask[s, k]
+            else "-"
+            for k in kinds
+        )
+        cap = f" capped{obs.cap_kw[s]:.0f}kW" if obs.shifted[s] else ""
+        lines.append(
+            f"S{s + 1} {obs.station_names[s]} {obs.travel_min[s]:.0f}m F{obs.feeder_of[s] + 1} {cells}{cap}"
+        )
+    if len(usable) == 0:
+        lines.append("(no station can take this EV now)")
+    defer = ",".join(map(str, obs.defer_options)) or "none"
+    lines.append(
+        f"DEFER options: {defer}. LOAD_SHIFT left this tick: {obs.load_shifts_left}."
+    )
+    return "\n".join(lines)

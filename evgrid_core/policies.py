@@ -1,0 +1,294 @@
+"""Policies behind one interface: the baseline ladder and the adversarial set.
+
+A policy maps an ``Observation`` to an action (typed, or one text line, as the
+LLM Oracle answers). ``make_policy(name)`` builds any registered policy; other
+layers (the Oracle) register theirs with ``register_policy``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Protocol
+
+import numpy as np
+
+from .actions import Action, ChargerKind, Defer, LoadShift, Route
+from .city import CHARGER_KW
+from .observation import Observation
+
+
+class Policy(Protocol):
+    name: str
+
+    def reset(self, seed: int) -> None: ...
+
+    def act(self, obs: Observation) -> Action | str: ...
+
+
+# --- Shared estimates -----------------------------------------------------------------
+def charge_minutes(obs: Observation) -> np.ndarray:
+    """(S, 3) [min] to charge the request to target on each kind (no taper, no caps)."""
+    r = obs.request
+    assert r is not None
+    vehicle = np.array([r.max_ac_kw, r.max_dc_kw, r.max_dc_kw])
+    kw = np.maximum(np.minimum(CHARGER_KW, vehicle), 1e-6)
+    kwh = max(0.0, r.target - r.soc) * r.battery_kwh / 0.92
+    return np.broadcast_to(kwh / kw * 60.0, obs.plugs.shape)
+
+
+def expected_wait(obs: Observation) -> np.ndarray:
+    """(S, 3) [min] queue wait at arrival: zero with a free plug, else a share of a session."""
+    free = obs.plugs - obs.busy
+    typical = np.array([120.0, 45.0, 25.0])[
+        None, :
+    ]  # [min] typical session per kind [A]
+    ahead = np.maximum(0, obs.queue - free + 1)
+    return np.where(obs.plugs > 0, ahead * typical / np.maximum(obs.plugs, 1), np.inf)
+
+
+def eta_minutes(obs: Observation) -> np.ndarray:
+    """(S, 3) [min] travel + expected wait + charging; inf where routing is invalid."""
+    eta = obs.travel_min[:, None] + expected_wait(obs) + charge_minutes(obs)
+    return np.where(obs.route_mask, eta, np.inf)
+
+
+def _route(obs: Observation, s: int, k: int) -> Route:
+    assert obs.request is not None
+    return Route(obs.request.id, s + 1, ChargerKind(k))
+
+
+def _fallback(obs: Observation) -> Action | str:
+    """No station can take the EV: wait if allowed, else admit it (an invalid answer)."""
+    r = obs.request
+    if r is not None and obs.defer_options:
+        return Defer(r.id, obs.defer_options[0])
+    return "NO_STATION"
+
+
+def _argmin(score: np.ndarray) -> tuple[int, int] | None:
+    if not np.isfinite(score).any():
+        return None
+    s, k = np.unravel_index(int(np.argmin(score)), score.shape)
+    return int(s), int(k)
+
+
+# --- Baseline ladder ---------------------------------------------------------------------
+class _Base:
+    name = "base"
+
+    def __init__(self) -> None:
+        self.rng = np.random.default_rng(0)
+
+    def reset(self, seed: int) -> None:
+        self.rng = np.random.default_rng([seed, 0xB0])
+
+    def act(self, obs: Observation) -> Action | str:
+        if obs.request is None:
+            return "NO_REQUEST"
+        best = _argmin(self.score(obs))
+        return _fallback(obs) if best is None else _route(obs, *best)
+
+    def score(self, obs: Observation) -> np.ndarray:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+class RandomValid(_Base):
+    """Uniform over the valid ROUTE targets."""
+
+    name = "random_valid"
+
+    def score(self, obs: Observation) -> np.ndarray:
+        return np.where(obs.route_mask, self.rng.random(obs.route_mask.shape), np.inf)
+
+
+class Nearest(_Base):
+    """Nearest valid station by drive time, fastest charger kind there."""
+
+    name = "nearest"
+
+    def score(self, obs: Observation) -> np.ndarray:
+        kind_pref = np.array([2.0, 1.0, 0.0]) * 1e-3
+        return np.where(obs.route_mask, obs.travel_min[:, None] + kind_pref, np.inf)
+
+
+class GreedyETA(_Base):
+    """Earliest expected finish: travel + expected queue wait + charging time."""
+
+    name = "greedy_eta"
+
+    def score(self, obs: Observation) -> np.ndarray:
+        return eta_minutes(obs)
+
+
+class LeastLoadedFeeder(_Base):
+    """Among stations within 15 min of the nearest, the least-loaded feeder's."""
+
+    name = "least_loaded_feeder"
+
+    def score(self, obs: Observation) -> np.ndarray:
+        eta = eta_minutes(obs)
+        if not np.isfinite(eta).any():
+            return eta
+        near = obs.travel_min <= obs.travel_min[obs.route_mask.any(axis=1)].min() + 15.0
+        util = obs.feeder_forecast[obs.feeder_of]
+        return np.where(
+            near[:, None] & np.isfinite(eta),
+            util[:, None] * 1000.0 + eta * 1e-3,
+            np.inf,
+        )
+
+
+class PriceRenewable(_Base):
+    """ETA plus the price of the grid: stressed feeders and expensive kW cost extra.
+
+    It also issues a LOAD_SHIFT on the hungriest station of a feeder forecast to
+    overload, at most once per tick.
+    """
+
+    name = "price_renewable"
+    stress_weight = 3.0  # [min per kW per point of forecast utilisation above 0.9]
+
+    def act(self, obs: Observation) -> Action | str:
+        shift = _overload_shift(obs)
+        return shift if shift is not None else super().act(obs)
+
+    def score(self, obs: Observation) -> np.ndarray:
+        r = obs.request
+        assert r is not None
+        vehicle = np.array([r.max_ac_kw, r.max_dc_kw, r.max_dc_kw])
+        kw = np.minimum(CHARGER_KW, vehicle)[None, :]
+        over = np.maximum(0.0, obs.feeder_forecast[obs.feeder_of] - 0.9)[:, None]
+        price = obs.tariff_inr * (1.5 - obs.renewable_share)
+        return (
+            eta_minutes(obs) + self.stress_weight * over * 100 * kw / 50.0 * price / 4.5
+        )
+
+
+class UrgencyFirst(_Base):
+    """EDF-like: critical or impatient EVs get the earliest finish; others the grid-aware pick."""
+
+    name = "urgency_first"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.grid = PriceRenewable()
+
+    def score(self, obs: Observation) -> np.ndarray:
+        r = obs.request
+        assert r is not None
+        slack = (
+            r.deadline_in_min
+            if r.critical and r.deadline_in_min is not None
+            else r.patience_left_min
+        )
+        if slack < 45.0:
+            plug_in = obs.travel_min[:, None] + expected_wait(obs)
+            return np.where(obs.route_mask, plug_in, np.inf)
+        return self.grid.score(obs)
+
+
+def _overload_shift(obs: Observation) -> LoadShift | None:
+    if obs.load_shifts_left == 0:
+        return None
+    over = np.flatnonzero(obs.feeder_forecast > 1.0)
+    for f in over[np.argsort(-obs.feeder_forecast[over])]:
+        on_f = np.flatnonzero(
+            (obs.feeder_of == f) & ~obs.shifted & (obs.station_kw > 0)
+        )
+        if len(on_f):
+            s = int(on_f[np.argmax(obs.station_kw[on_f])])
+            return LoadShift(s + 1, 75, 15)
+    return None
+
+
+# --- Adversarial set ----------------------------------------------------------------------
+class AlwaysDefer(_Base):
+    """Defers every request as long as possible (then defers anyway: invalid)."""
+
+    name = "always_defer"
+
+    def act(self, obs: Observation) -> Action | str:
+        r = obs.request
+        if r is None:
+            return "NO_REQUEST"
+        return Defer(r.id, obs.defer_options[-1] if obs.defer_options else 60)
+
+
+class AlwaysInvalid(_Base):
+    """Answers with text that is not an action."""
+
+    name = "always_invalid"
+
+    def act(self, obs: Observation) -> Action | str:
+        return "I think the EV should charge somewhere nice."
+
+
+class AllToOneStation(_Base):
+    """Sends every EV to S1 (Majestic) on its fastest kind, valid or not."""
+
+    name = "all_to_one_station"
+
+    def act(self, obs: Observation) -> Action | str:
+        r = obs.request
+        if r is None:
+            return "NO_REQUEST"
+        kind = ChargerKind.ULTRA if r.max_dc_kw > 0 else ChargerKind.SLOW
+        return Route(r.id, 1, kind)
+
+
+class LoadShiftSpam(GreedyETA):
+    """Caps every station it can, every tick, then routes greedily."""
+
+    name = "load_shift_spam"
+
+    def act(self, obs: Observation) -> Action | str:
+        if obs.load_shifts_left > 0:
+            free = np.flatnonzero(~obs.shifted)
+            if len(free):
+                return LoadShift(int(self.rng.choice(free)) + 1, 25, 60)
+        return super().act(obs)
+
+
+# --- Registry ------------------------------------------------------------------------------
+BASELINES = (
+    RandomValid,
+    Nearest,
+    GreedyETA,
+    LeastLoadedFeeder,
+    PriceRenewable,
+    UrgencyFirst,
+)
+ADVERSARIAL = (AlwaysDefer, AlwaysInvalid, AllToOneStation, LoadShiftSpam)
+_REGISTRY: dict[str, Callable[..., Policy]] = {
+    cls.name: cls for cls in (*BASELINES, *ADVERSARIAL)
+}
+_DESCRIPTIONS: dict[str, str] = {
+    cls.name: (cls.__doc__ or "").strip().splitlines()[0]
+    for cls in (*BASELINES, *ADVERSARIAL)
+}
+
+
+def register_policy(
+    name: str, factory: Callable[..., Policy], description: str = ""
+) -> None:
+    """Add a policy (e.g. the LLM Oracle) to the registry."""
+    _REGISTRY[name] = factory
+    _DESCRIPTIONS[name] = description
+
+
+def policy_names() -> list[str]:
+    return list(_REGISTRY)
+
+
+def describe_policy(name: str) -> str:
+    return _DESCRIPTIONS.get(name, "")
+
+
+def make_policy(name: str, **kwargs: object) -> Policy:
+    try:
+        factory = _REGISTRY[name]
+    except KeyError:
+        raise ValueError(
+            f"unknown policy {name!r}; choose one of: {', '.join(_REGISTRY)}"
+        ) from None
+    return factory(**kwargs)

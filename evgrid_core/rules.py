@@ -1,0 +1,104 @@
+"""The validator: ``validate_action(world, action) -> (ok, reason)``.
+
+Also the route mask (which (station, kind) pairs are valid for the current
+request), computed with the same predicates in vectorised form; a test checks
+the two agree on every pair.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .actions import Action, ChargerKind, Defer, LoadShift, Route
+from .world import World
+
+
+def validate_action(w: World, action: Action) -> tuple[bool, str]:
+    """Is ``action`` allowed now? Returns (ok, reason); reason is "" when ok."""
+    if w.finished or not w.pending:
+        return False, "the episode is over"
+    ev = w.pending[0]
+    if isinstance(action, Route | Defer) and action.ev != ev + 1:
+        return False, f"E{action.ev} is not the request being decided (E{ev + 1} is)"
+    if isinstance(action, Route):
+        problem = route_problem(w, ev, action.station, int(action.kind))
+        return (False, problem) if problem else (True, "")
+    if isinstance(action, Defer):
+        problem = defer_problem(w, ev, action.minutes)
+        return (False, problem) if problem else (True, "")
+    if isinstance(action, LoadShift):
+        problem = shift_problem(w, action.station)
+        return (False, problem) if problem else (True, "")
+    return False, f"not an action: {action!r}"
+
+
+def route_problem(w: World, ev: int, station: int, kind: int) -> str | None:
+    n = w.tables.city.n_stations
+    if not 1 <= station <= n:
+        return f"no station S{station} (stations are S1..S{n})"
+    s = station - 1
+    name = ChargerKind(kind).name
+    if w.tables.plugs[s, kind] == 0:
+        return f"S{station} has no {name} charger"
+    if kind == ChargerKind.SLOW and not w.ac_ok[ev]:
+        return f"E{ev + 1} cannot take AC charging"
+    if kind != ChargerKind.SLOW and not w.dc_ok[ev]:
+        return f"E{ev + 1} has no DC inlet; {name} is DC"
+    km = float(w.tables.city.road_km[w.node[ev], s])
+    if km > w.range_km(ev):
+        return f"S{station} is {km:.1f} km away, beyond E{ev + 1}'s {w.range_km(ev):.1f} km range"
+    minutes = float(w.travel_minutes(ev)[s])
+    if minutes > w.config.max_travel_minutes:
+        return f"S{station} is {minutes:.0f} min away (limit {w.config.max_travel_minutes:.0f})"
+    arrive = w.tick + w.travel_ticks(minutes)
+    if not w.station_open(s) or (arrive < w.n_ticks and not w.station_open(s, arrive)):
+        return f"S{station} is closed"
+    return None
+
+
+def defer_problem(w: World, ev: int, minutes: int) -> str | None:
+    cfg = w.config
+    if w.defers[ev] >= cfg.max_defers:
+        return f"E{ev + 1} was already deferred {cfg.max_defers} times"
+    if w.minute + minutes > w.patience_minute[ev]:
+        left = max(0.0, w.patience_minute[ev] - w.minute)
+        return f"E{ev + 1} gives up in {left:.0f} min; cannot defer {minutes}"
+    if w.tick + minutes // cfg.tick_minutes >= w.n_ticks:
+        return "cannot defer past the end of the episode"
+    return None
+
+
+def shift_problem(w: World, station: int) -> str | None:
+    n = w.tables.city.n_stations
+    if not 1 <= station <= n:
+        return f"no station S{station} (stations are S1..S{n})"
+    if w.shift_until[station - 1] > w.tick:
+        return f"S{station} is already load-shifted"
+    if w.shifts_this_tick >= w.config.max_load_shifts_per_tick:
+        return f"at most {w.config.max_load_shifts_per_tick} LOAD_SHIFTs per tick"
+    return None
+
+
+def route_mask(w: World) -> np.ndarray:
+    """(S, 3) bool: which ROUTE (station, kind) the current request may take."""
+    S = w.tables.city.n_stations
+    if w.finished or not w.pending:
+        return np.zeros((S, 3), dtype=bool)
+    ev = w.pending[0]
+    kinds = np.array([bool(w.ac_ok[ev]), bool(w.dc_ok[ev]), bool(w.dc_ok[ev])])
+    mask = (w.tables.plugs > 0) & kinds[None, :]
+    minutes = w.travel_minutes(ev)
+    reach = (w.tables.city.road_km[w.node[ev]] <= w.range_km(ev)) & (
+        minutes <= w.config.max_travel_minutes
+    )
+    t = w._t()
+    arrive = w.tick + np.maximum(
+        1, np.ceil(minutes / w.config.tick_minutes - 1e-9)
+    ).astype(int)
+    open_arrive = np.where(
+        arrive < w.n_ticks,
+        w.tables.station_open[np.minimum(arrive, w.n_ticks - 1), np.arange(S)],
+        True,
+    )
+    ok = reach & w.tables.station_open[t] & open_arrive
+    return mask & ok[:, None]

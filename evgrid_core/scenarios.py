@@ -1,0 +1,157 @@
+"""Named, seeded scenarios: when the episode runs and what the world throws at it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class FeederEvent:
+    """A window in which a feeder's usable capacity is reduced."""
+
+    feeder: int  # feeder id (1-based)
+    start_tick: int  # first tick affected (episode-relative)
+    end_tick: int  # first tick no longer affected
+    capacity_factor: float  # [0-1] usable capacity / nominal
+    kind: str  # "dr" (demand-response request) or "fault"
+
+
+@dataclass(frozen=True, slots=True)
+class StationClosure:
+    station: int  # station id
+    start_tick: int
+    end_tick: int
+
+
+@dataclass(frozen=True, slots=True)
+class Scenario:
+    name: str
+    title: str
+    description: str
+    start_minute: int  # [min of day] clock at tick 0
+    n_ticks: int = 48  # 48 x 5 min = 4 h
+    arrival_scale: float = 1.0  # x ARRIVALS_PER_HOUR
+    origin_boost: tuple[tuple[str, float], ...] = ()  # (locality, weight multiplier)
+    background_scale: float = 1.0  # x feeder background load
+    solar_scale: float = 1.0  # x solar output (clouds)
+    wind_mw: float = 2000.0  # [MW] state wind output
+    speed_scale: float = 1.0  # x road speed (rain)
+    critical_scale: float = 1.0  # x chance an EV is critical
+    feeder_events: tuple[FeederEvent, ...] = ()
+    closures: tuple[StationClosure, ...] = ()
+
+
+SCENARIOS: dict[str, Scenario] = {
+    s.name: s
+    for s in (
+        Scenario(
+            "evening_peak",
+            "Weekday evening peak",
+            "17:00-21:00: commuters and cabs charge as the feeder peak (19:00) arrives.",
+            17 * 60,
+        ),
+        Scenario(
+            "morning_peak",
+            "BESCOM morning peak",
+            "08:00-12:00: BESCOM's recorded peaks fall at 09:45-12:00.",
+            8 * 60,
+            arrival_scale=0.9,
+        ),
+        Scenario(
+            "solar_noon",
+            "Solar noon surplus",
+            "10:30-14:30: cheap solar-hour tariff and a high renewable share.",
+            10 * 60 + 30,
+            arrival_scale=1.2,
+        ),
+        Scenario(
+            "heatwave",
+            "Heatwave",
+            "15:00-19:00 in April: air-conditioning lifts background load 7 %.",
+            15 * 60,
+            background_scale=1.07,
+            arrival_scale=1.1,
+        ),
+        Scenario(
+            "festival_surge",
+            "Festival surge",
+            "17:00-21:00 before Deepavali: 70 % more EVs, shopping districts busy.",
+            17 * 60,
+            arrival_scale=1.7,
+            origin_boost=(
+                ("Majestic (Kempegowda Bus Stn / KSR)", 2.0),
+                ("Malleshwaram", 2.0),
+                ("Jayanagar (4th Block TTMC)", 2.0),
+                ("Shantinagar (TTMC)", 1.5),
+            ),
+        ),
+        Scenario(
+            "demand_response",
+            "Demand-response event",
+            "18:00-22:00: BESCOM asks the East and South-East feeders to hold 95 % "
+            "of capacity from 18:30 to 20:00.",
+            18 * 60,
+            feeder_events=(
+                FeederEvent(2, 6, 24, 0.95, "dr"),
+                FeederEvent(3, 6, 24, 0.95, "dr"),
+            ),
+        ),
+        Scenario(
+            "feeder_fault",
+            "Feeder fault",
+            "17:00-21:00: the South-East feeder loses a section at 17:30 (60 % capacity "
+            "until 19:30) and Bellandur station is dark until 18:30.",
+            17 * 60,
+            feeder_events=(FeederEvent(3, 6, 30, 0.60, "fault"),),
+            closures=(StationClosure(10, 6, 18),),
+        ),
+        Scenario(
+            "monsoon",
+            "Monsoon evening",
+            "17:00-21:00 in August: clouds (solar x0.5), strong wind, rain slows traffic.",
+            17 * 60,
+            solar_scale=0.5,
+            wind_mw=6000.0,
+            speed_scale=0.8,
+            background_scale=0.93,
+        ),
+        Scenario(
+            "airport_rush",
+            "Airport rush",
+            "05:00-09:00: cabs charge for the morning flight bank; the airport hub is busy.",
+            5 * 60,
+            arrival_scale=1.6,
+            critical_scale=1.5,
+            origin_boost=(
+                ("Kempegowda Intl Airport (Devanahalli)", 12.0),
+                ("Yelahanka", 3.0),
+                ("Hebbal", 2.0),
+            ),
+        ),
+        Scenario(
+            "quiet_night",
+            "Quiet night",
+            "23:00-03:00: few EVs, cheap headroom, BESCOM sites closed until 06:00.",
+            23 * 60,
+            arrival_scale=1.5,
+        ),
+        Scenario(
+            "full_day",
+            "Full day",
+            "00:00-24:00: 288 ticks through both peaks.",
+            0,
+            n_ticks=288,
+        ),
+    )
+}
+DEFAULT_SCENARIO = "evening_peak"
+
+
+def get_scenario(name: str) -> Scenario:
+    """Look a scenario up by name, with a helpful error."""
+    try:
+        return SCENARIOS[name]
+    except KeyError:
+        raise ValueError(
+            f"unknown scenario {name!r}; choose one of: {', '.join(SCENARIOS)}"
+        ) from None

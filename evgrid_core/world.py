@@ -1,0 +1,414 @@
+"""The world's state and its physics: travel, queues, charging, feeders.
+
+Everything here is a rule of the world, and it lives only here. Energy is
+accounted exactly per 5-minute tick: a session's power is
+min(charger, vehicle acceptance, taper near full), then scaled down together with
+the other sessions of its station to the station's limit (or its demand-response
+cap); grid energy = power x tick, battery energy = grid energy x efficiency.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import cache
+
+import numpy as np
+
+from .city import CHARGER_KW, City, load_city
+from .config import SimConfig
+from .fleet import Arrivals
+from .scenarios import Scenario
+from .signals import load_shape, renewable_share, road_speed_kmh, tariff_inr
+
+# EV status codes
+WAITING, PENDING, DEFERRED, TRAVELING, QUEUED, CHARGING, SERVED, STRANDED = range(8)
+STATUS_NAMES = (
+    "waiting",
+    "pending",
+    "deferred",
+    "traveling",
+    "queued",
+    "charging",
+    "served",
+    "stranded",
+)
+
+
+@dataclass(frozen=True)
+class ScenarioTables:
+    """Per-tick exogenous signals of a scenario, computed once per process."""
+
+    city: City
+    minute_of_day: np.ndarray  # (T,) [min]
+    tariff: np.ndarray  # (T,) [INR/kWh]
+    renewable: np.ndarray  # (T,) [0-1]
+    speed: np.ndarray  # (T,) [km/h]
+    background_kw: np.ndarray  # (T, F) [kW] before per-episode noise
+    capacity_kw: np.ndarray  # (T, F) [kW] usable capacity after events
+    station_open: np.ndarray  # (T, S) bool
+    feeder_of: np.ndarray  # (S,) feeder index
+    limit_kw: np.ndarray  # (S,) [kW]
+    plugs: np.ndarray  # (S, 3)
+
+
+@cache
+def _tables(sc: Scenario, tick_minutes: int) -> ScenarioTables:
+    city = load_city()
+    t = np.arange(sc.n_ticks)
+    mod = (sc.start_minute + tick_minutes * t) % 1440
+    caps = np.array([f.capacity_kw for f in city.feeders])
+    peak = np.array([f.peak_background for f in city.feeders])
+    shape = np.array([load_shape(m + tick_minutes / 2) for m in mod])
+    background = np.outer(shape, caps * peak) * sc.background_scale
+    capacity = np.tile(caps, (sc.n_ticks, 1))
+    for ev in sc.feeder_events:
+        capacity[ev.start_tick : ev.end_tick, ev.feeder - 1] *= ev.capacity_factor
+    is_open = np.array([[st.is_open(m) for st in city.stations] for m in mod])
+    for c in sc.closures:
+        is_open[c.start_tick : c.end_tick, c.station - 1] = False
+    return ScenarioTables(
+        city=city,
+        minute_of_day=mod.astype(float),
+        tariff=np.array([tariff_inr(m) for m in mod]),
+        renewable=np.array(
+            [renewable_share(m, sc.solar_scale, sc.wind_mw) for m in mod]
+        ),
+        speed=np.array([road_speed_kmh(m) for m in mod]) * sc.speed_scale,
+        background_kw=background,
+        capacity_kw=capacity,
+        station_open=is_open,
+        feeder_of=np.array([st.feeder for st in city.stations]),
+        limit_kw=np.array([st.limit_kw for st in city.stations]),
+        plugs=np.array([st.plugs for st in city.stations]),
+    )
+
+
+def scenario_tables(sc: Scenario, config: SimConfig) -> ScenarioTables:
+    return _tables(sc, config.tick_minutes)
+
+
+class World:
+    """Mutable state of one episode. EVs are indices 0..n-1 (id = index + 1)."""
+
+    def __init__(
+        self,
+        config: SimConfig,
+        scenario: Scenario,
+        tables: ScenarioTables,
+        arrivals: Arrivals,
+        feeder_noise: np.ndarray,
+    ) -> None:
+        self.config, self.scenario, self.tables, self.arrivals = (
+            config,
+            scenario,
+            tables,
+            arrivals,
+        )
+        n, S = len(arrivals), tables.city.n_stations
+        self.n_ticks = scenario.n_ticks
+        self.tick = 0
+        self.finished = False
+        self.dt_h = config.tick_minutes / 60.0
+        # EV attributes (exogenous, read-only) and state
+        a = arrivals
+        self.klass, self.node, self.battery = a.klass, a.node, a.battery_kwh
+        self.target, self.critical = a.target, a.critical
+        self.km_per_kwh = a.km_per_kwh
+        self.request_minute = a.minute.copy()  # first request [min since start]
+        self.soc = a.soc.copy()
+        self.status = np.zeros(n, dtype=np.int8)
+        self.station = np.full(n, -1, dtype=np.int64)
+        self.kind = np.full(n, -1, dtype=np.int64)
+        self.defers = np.zeros(n, dtype=np.int64)
+        self.late = np.zeros(n, dtype=bool)
+        self.depart_minute = np.full(n, np.nan)
+        self.arrive_minute = np.full(n, np.nan)
+        self.plug_kw = np.zeros(n)  # [kW] min(charger, vehicle) while plugged
+        self.taper_start = np.ones(n)
+        self.energy_kwh = np.zeros(n)  # [kWh] grid energy delivered
+        self.deadline_minute = a.minute + a.deadline_min
+        self.patience_minute = a.minute + a.patience_min
+        self.ac_ok = a.max_ac_kw > 0
+        self.dc_ok = a.max_dc_kw > 0
+        # Scheduling
+        self.arrivals_at: dict[int, list[int]] = {}
+        for i, t in enumerate(a.tick.tolist()):
+            self.arrivals_at.setdefault(t, []).append(i)
+        self.requests_at: dict[int, list[int]] = {}  # deferred EVs coming back
+        self.reach_at: dict[int, list[int]] = {}  # traveling EVs reaching a station
+        self.pending: list[int] = []
+        self.waiting_critical: set[int] = set()  # critical EVs not yet plugged in
+        # Stations
+        self.busy = np.zeros((S, 3), dtype=np.int64)
+        self.queues: list[list[list[int]]] = [[[], [], []] for _ in range(S)]
+        self.charging: list[int] = []
+        self.shift_until = np.zeros(S, dtype=np.int64)
+        self.shift_cap_kw = tables.limit_kw.copy()
+        self.shifts_this_tick = 0
+        self.station_kw = np.zeros(S)  # [kW] mean power over the last tick
+        # Feeders
+        self.background = tables.background_kw * feeder_noise  # (T, F)
+        F = len(tables.city.feeders)
+        self.feeder_capacity = tables.capacity_kw[0].copy()
+        self.feeder_background = self.background[0].copy()
+        self.feeder_ev_kw = np.zeros(F)
+        self.feeder_util = self.feeder_background / self.feeder_capacity
+        self.above_soft = np.zeros(F, dtype=bool)
+
+    # --- Clock -----------------------------------------------------------------------
+    @property
+    def minute(self) -> float:
+        """Minutes since the episode started, at the current tick."""
+        return float(self.tick * self.config.tick_minutes)
+
+    def minute_of_day(self) -> float:
+        return float(self.scenario.start_minute + self.minute) % 1440
+
+    def clock(self) -> str:
+        m = int(self.minute_of_day())
+        return f"{m // 60:02d}:{m % 60:02d}"
+
+    def _t(self) -> int:
+        return min(self.tick, self.n_ticks - 1)
+
+    def tariff_now(self) -> float:
+        return float(self.tables.tariff[self._t()])
+
+    def renewable_now(self) -> float:
+        return float(self.tables.renewable[self._t()])
+
+    def station_open(self, s: int, tick: int | None = None) -> bool:
+        t = self._t() if tick is None else tick
+        return t < self.n_ticks and bool(self.tables.station_open[t, s])
+
+    def cap_kw(self, s: int) -> float:
+        """The station's power limit now: its connection limit or a LOAD_SHIFT cap."""
+        return float(
+            self.shift_cap_kw[s]
+            if self.shift_until[s] > self.tick
+            else self.tables.limit_kw[s]
+        )
+
+    # --- Travel ------------------------------------------------------------------------
+    def travel_minutes(self, ev: int) -> np.ndarray:
+        """Drive time [min] from the EV's locality to every station, at today's speed."""
+        return (
+            self.tables.city.road_km[self.node[ev]]
+            / self.tables.speed[self._t()]
+            * 60.0
+        )
+
+    def travel_ticks(self, minutes: float) -> int:
+        return max(1, math.ceil(minutes / self.config.tick_minutes - 1e-9))
+
+    def range_km(self, ev: int) -> float:
+        return float(self.soc[ev] * self.battery[ev] * self.km_per_kwh[ev])
+
+    # --- Decisions ------------------------------------------------------------------------
+    def route(self, ev: int, station: int, kind: int, parts: dict[str, float]) -> None:
+        s = station - 1
+        km = float(self.tables.city.road_km[self.node[ev], s])
+        ticks = self.travel_ticks(float(self.travel_minutes(ev)[s]))
+        self.pending.pop(0)
+        self.status[ev] = TRAVELING
+        self.station[ev], self.kind[ev] = s, kind
+        self.soc[ev] -= km / self.km_per_kwh[ev] / self.battery[ev]
+        self.depart_minute[ev] = self.minute
+        self.arrive_minute[ev] = self.minute + ticks * self.config.tick_minutes
+        self.reach_at.setdefault(self.tick + ticks, []).append(ev)
+        parts["wait"] -= self.config.weights.wait * ticks * self.config.tick_minutes
+
+    def defer(self, ev: int, minutes: int, parts: dict[str, float]) -> None:
+        w = self.config.weights
+        self.pending.pop(0)
+        self.status[ev] = DEFERRED
+        parts["wait"] -= w.wait * minutes
+        parts["defer_abuse"] -= w.defer_abuse * self.defers[ev]
+        self.defers[ev] += 1
+        back = self.tick + minutes // self.config.tick_minutes
+        self.requests_at.setdefault(back, []).append(ev)
+
+    def load_shift(
+        self, station: int, cap_pct: int, minutes: int, parts: dict[str, float]
+    ) -> None:
+        s = station - 1
+        self.shift_until[s] = self.tick + minutes // self.config.tick_minutes
+        self.shift_cap_kw[s] = self.tables.limit_kw[s] * cap_pct / 100.0
+        self.shifts_this_tick += 1
+        parts["load_shift"] -= self.config.weights.load_shift
+
+    def strand(self, ev: int, parts: dict[str, float], kpis) -> None:  # noqa: ANN001
+        """The EV gives up on the dispatcher (invalid answer or lost patience)."""
+        if self.pending and self.pending[0] == ev:
+            self.pending.pop(0)
+        self.status[ev] = STRANDED
+        parts["stranded"] -= self.config.weights.stranded
+        kpis.stranded += 1
+        if ev in self.waiting_critical:
+            self.waiting_critical.discard(ev)
+            if not self.late[ev]:
+                self.late[ev] = True
+                parts["urgency"] -= self.config.weights.urgency
+
+    # --- Clock advance ----------------------------------------------------------------
+    def advance(self, parts: dict[str, float], kpis) -> None:  # noqa: ANN001
+        """Run ticks until one has a request to decide, or the episode ends."""
+        while True:
+            if self.tick >= self.n_ticks:
+                self.finished = True
+                return
+            if not self.pending:
+                self._collect_requests()
+            if self.pending:
+                return
+            self._physics(parts, kpis)
+            self.tick += 1
+            self.shifts_this_tick = 0
+
+    def _collect_requests(self) -> None:
+        due = self.arrivals_at.pop(self.tick, []) + self.requests_at.pop(self.tick, [])
+        if not due:
+            return
+        due.sort()
+        for ev in due:
+            self.status[ev] = PENDING
+            if self.critical[ev] and not self.late[ev]:
+                self.waiting_critical.add(ev)
+        self.pending = due
+
+    def _physics(self, parts: dict[str, float], kpis) -> None:  # noqa: ANN001
+        """One tick: EVs reach stations, plug in, charge; feeders carry the load."""
+        cfg, w, t = self.config, self.config.weights, self.tick
+        tm = cfg.tick_minutes
+        now = float(t * tm)
+        tables = self.tables
+        # EVs reach their stations and queue; free plugs are filled first come, first served.
+        for ev in self.reach_at.pop(t, ()):
+            self.status[ev] = 4  # QUEUED
+            self.queues[self.station[ev]][self.kind[ev]].append(ev)
+            kpis.arrived_at_station += 1
+        open_now = tables.station_open[t]
+        for s, per_kind in enumerate(self.queues):
+            if not open_now[s]:
+                continue
+            for k, q in enumerate(per_kind):
+                while q and self.busy[s, k] < tables.plugs[s, k]:
+                    self._plug_in(q.pop(0), s, k, now, kpis)
+        # Charging.
+        if self.charging:
+            self._charge(t, open_now, parts, kpis)
+        else:
+            self.station_kw[:] = 0.0
+            self.feeder_ev_kw[:] = 0.0
+        # Feeders.
+        cap = tables.capacity_kw[t]
+        bg = self.background[t]
+        load = bg + self.feeder_ev_kw
+        self.feeder_capacity, self.feeder_background = cap, bg
+        self.feeder_util = load / cap
+        ev_kw = self.feeder_ev_kw
+        soft = np.minimum(ev_kw, np.maximum(0.0, load - cfg.soft_limit * cap))
+        hard = np.minimum(ev_kw, np.maximum(0.0, load - cap))
+        stress_kwh = float(soft.sum()) * self.dt_h
+        over_kwh = float(hard.sum()) * self.dt_h
+        parts["grid_stress"] -= w.grid_stress * stress_kwh
+        parts["peak"] -= w.peak * over_kwh
+        above = self.feeder_util > cfg.soft_limit
+        kpis.on_tick(self.feeder_util, above & ~self.above_soft, stress_kwh, over_kwh)
+        self.above_soft = above
+        # Waiting in queues; patience and deadlines run out at the end of the tick.
+        end = now + tm
+        queued = 0
+        for per_kind in self.queues:
+            for q in per_kind:
+                if not q:
+                    continue
+                queued += len(q)
+                gone = [ev for ev in q if self.patience_minute[ev] < end]
+                for ev in gone:
+                    q.remove(ev)
+                    self.strand(ev, parts, kpis)
+        parts["wait"] -= w.wait * tm * queued
+        for ev in sorted(self.waiting_critical):
+            if self.deadline_minute[ev] < end:
+                self.waiting_critical.discard(ev)
+                self.late[ev] = True
+                parts["urgency"] -= w.urgency
+
+    def _plug_in(self, ev: int, s: int, k: int, now: float, kpis) -> None:  # noqa: ANN001
+        cfg = self.config
+        self.status[ev] = CHARGING
+        self.busy[s, k] += 1
+        self.charging.append(ev)
+        vehicle_kw = (
+            self.arrivals.max_ac_kw[ev] if k == 0 else self.arrivals.max_dc_kw[ev]
+        )
+        self.plug_kw[ev] = min(CHARGER_KW[k], vehicle_kw)
+        self.taper_start[ev] = cfg.taper_start_ac if k == 0 else cfg.taper_start_dc
+        self.waiting_critical.discard(ev)
+        on_time = (
+            bool(self.critical[ev])
+            and not self.late[ev]
+            and now <= self.deadline_minute[ev]
+        )
+        kpis.on_plug_in(ev, now - self.request_minute[ev], on_time)
+
+    def _charge(
+        self, t: int, open_now: np.ndarray, parts: dict[str, float], kpis
+    ) -> None:  # noqa: ANN001
+        cfg, w, tables = self.config, self.config.weights, self.tables
+        ids = np.array(self.charging)
+        st = self.station[ids]
+        soc = self.soc[ids]
+        ts = self.taper_start[ids]
+        floor = cfg.taper_floor
+        taper = np.where(soc > ts, 1.0 - (1.0 - floor) * (soc - ts) / (1.0 - ts), 1.0)
+        power = self.plug_kw[ids] * np.clip(taper, floor, 1.0)
+        S = len(tables.limit_kw)
+        demand = np.bincount(st, weights=power, minlength=S)
+        limit = (
+            np.where(self.shift_until > t, self.shift_cap_kw, tables.limit_kw)
+            * open_now
+        )
+        scale = np.where(demand > limit, limit / np.maximum(demand, 1e-12), 1.0)
+        power = power * scale[st]
+        battery = self.battery[ids]
+        need = np.maximum(
+            0.0, (self.target[ids] - soc) * battery / cfg.charge_efficiency
+        )
+        energy = np.minimum(power * self.dt_h, need)  # [kWh] grid side
+        done = energy >= need - 1e-9
+        self.soc[ids] = np.where(
+            done, self.target[ids], soc + energy * cfg.charge_efficiency / battery
+        )
+        self.energy_kwh[ids] += energy
+        self.station_kw = np.bincount(st, weights=energy, minlength=S) / self.dt_h
+        self.feeder_ev_kw = np.bincount(
+            tables.feeder_of, weights=self.station_kw, minlength=len(self.feeder_ev_kw)
+        )
+        total = float(energy.sum())
+        cost = total * tables.tariff[t]
+        fossil = total * (1.0 - tables.renewable[t])
+        parts["cost"] -= w.cost * cost
+        parts["renewable"] -= w.renewable * fossil
+        kpis.on_energy(total, total - fossil, cost)
+        if done.any():
+            for ev in ids[done].tolist():
+                self.charging.remove(ev)
+                self.status[ev] = 6  # SERVED
+                self.busy[self.station[ev], self.kind[ev]] -= 1
+                kpis.served += 1
+
+    # --- Introspection ---------------------------------------------------------------
+    def active_evs(self) -> list[int]:
+        """EVs currently in the system (requested and not yet gone)."""
+        return [
+            int(i)
+            for i in np.flatnonzero(
+                (self.status >= PENDING) & (self.status <= CHARGING)
+            )
+        ]
+
+    def status_name(self, ev: int) -> str:
+        return STATUS_NAMES[self.status[ev]]
