@@ -1,0 +1,52 @@
+"""``evgrid``: one console script, one module per subcommand (``cmd_<name>.py``).
+
+A subcommand module defines ``HELP`` (one line), ``add_arguments(parser)`` and
+``run(args) -> int``. Modules are discovered, so adding a subcommand touches no
+other file. Heavy imports belong inside ``run``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import pkgutil
+import sys
+from pathlib import Path
+
+ORDER = ("list", "eval", "compare", "optimum", "bench", "serve", "train")
+
+
+def _commands() -> list[str]:
+    found = [m.name[4:] for m in pkgutil.iter_modules([str(Path(__file__).parent)]) if m.name.startswith("cmd_")]
+    return sorted(found, key=lambda n: (ORDER.index(n) if n in ORDER else len(ORDER), n))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="evgrid", description="EV Grid Oracle: Bengaluru EV-charging dispatch.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in _commands():
+        mod = importlib.import_module(f"evgrid_cli.cmd_{name}")
+        p = sub.add_parser(name, help=mod.HELP, description=mod.HELP)
+        mod.add_arguments(p)
+        p.set_defaults(_run=mod.run)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "_run", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args._run(args) or 0)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except ValueError as e:  # bad user input: say what, no traceback
+        print(f"evgrid {args.command}: error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
