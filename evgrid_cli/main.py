@@ -17,12 +17,20 @@ ORDER = ("list", "eval", "compare", "optimum", "bench", "serve", "train")
 
 
 def _commands() -> list[str]:
-    found = [m.name[4:] for m in pkgutil.iter_modules([str(Path(__file__).parent)]) if m.name.startswith("cmd_")]
-    return sorted(found, key=lambda n: (ORDER.index(n) if n in ORDER else len(ORDER), n))
+    found = [
+        m.name[4:]
+        for m in pkgutil.iter_modules([str(Path(__file__).parent)])
+        if m.name.startswith("cmd_")
+    ]
+    return sorted(
+        found, key=lambda n: (ORDER.index(n) if n in ORDER else len(ORDER), n)
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="evgrid", description="EV Grid Oracle: Bengaluru EV-charging dispatch.")
+    parser = argparse.ArgumentParser(
+        prog="evgrid", description="EV Grid Oracle: Bengaluru EV-charging dispatch."
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in _commands():
         mod = importlib.import_module(f"evgrid_cli.cmd_{name}")

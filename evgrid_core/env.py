@@ -26,7 +26,7 @@ from .actions import (
     parse_action,
 )
 from .config import REWARD_KEYS, SimConfig
-from .fleet import CLASS_NAMES, ORIGIN_WEIGHT, draw_arrivals
+from .fleet import CLASS_NAMES, ORIGIN_WEIGHT, Arrivals, draw_arrivals
 from .kpis import KPITracker
 from .observation import Observation, build_observation, render_text
 from .rules import validate_action
@@ -56,27 +56,40 @@ class EVGridEnv:
 
     # --- Episode ----------------------------------------------------------------------
     def reset(
-        self, seed: int = 0, scenario: str | Scenario = DEFAULT_SCENARIO
+        self,
+        seed: int = 0,
+        scenario: str | Scenario = DEFAULT_SCENARIO,
+        *,
+        arrivals: Arrivals | None = None,
+        background_noise: np.ndarray | None = None,
     ) -> Observation:
-        """Start an episode. Arrivals come from their own stream derived from ``seed``."""
+        """Start an episode. Arrivals come from their own stream derived from ``seed``.
+
+        ``arrivals`` (see ``fleet.arrivals_from_records``) and ``background_noise``
+        (per-feeder multipliers, 1.0 = none) replace the drawn ones: for probe
+        tests and hand-made studies.
+        """
         sc = get_scenario(scenario) if isinstance(scenario, str) else scenario
-        if not isinstance(seed, int | np.integer) or seed < 0:
+        if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
             raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
         self.scenario, self.seed = sc, int(seed)
         tables = scenario_tables(sc, self.config)
         arrivals_ss, noise_ss = np.random.SeedSequence([int(seed), 0xE76]).spawn(2)
-        arrivals = draw_arrivals(
-            np.random.default_rng(arrivals_ss),
-            start_minute=sc.start_minute,
-            n_ticks=sc.n_ticks,
-            tick_minutes=self.config.tick_minutes,
-            node_weights=_node_weights(tables.city.nodes, sc),
-            arrival_scale=sc.arrival_scale,
-            critical_scale=sc.critical_scale,
-        )
-        noise = np.random.default_rng(noise_ss).normal(
-            1.0, 0.02, len(tables.city.feeders)
-        )
+        if arrivals is None:
+            arrivals = draw_arrivals(
+                np.random.default_rng(arrivals_ss),
+                start_minute=sc.start_minute,
+                n_ticks=sc.n_ticks,
+                tick_minutes=self.config.tick_minutes,
+                node_weights=_node_weights(tables.city.nodes, sc),
+                arrival_scale=sc.arrival_scale,
+                critical_scale=sc.critical_scale,
+            )
+        n_feeders = len(tables.city.feeders)
+        if background_noise is None:
+            noise = np.random.default_rng(noise_ss).normal(1.0, 0.02, n_feeders)
+        else:
+            noise = np.asarray(background_noise, dtype=float).reshape(n_feeders)
         self.world = World(self.config, sc, tables, arrivals, noise)
         self.kpis = KPITracker(self.world)
         self.steps = 0
@@ -119,7 +132,7 @@ class EVGridEnv:
         self.steps += 1
         self.kpis.steps += 1
         self.done = w.finished
-        reward = sum(parts.values())
+        reward = float(sum(parts.values()))
         self.kpis.add_reward(reward, parts)
         self.last_info = {
             "valid": ok,

@@ -171,3 +171,40 @@ def draw_arrivals(
         critical=critical,
         deadline_min=deadline,
     )
+
+
+def arrivals_from_records(records: list[dict], nodes: tuple[str, ...]) -> Arrivals:
+    """Build a hand-made set of arrivals (probe tests, custom studies).
+
+    Each record: ``tick``, ``klass`` (car|3w|cab), ``node`` (locality name),
+    ``soc``; optional ``battery_kwh``, ``target``, ``patience_min``,
+    ``deadline_min`` (makes the EV critical). Class defaults fill the rest.
+    """
+    by_name = {c.name: i for i, c in enumerate(EV_CLASSES)}
+    records = sorted(records, key=lambda r: r["tick"])
+    k = [by_name[r["klass"]] for r in records]
+    cls = [EV_CLASSES[i] for i in k]
+
+    def col(key: str, default) -> np.ndarray:  # noqa: ANN001
+        return np.array(
+            [r.get(key, default(c)) for r, c in zip(records, cls, strict=True)],
+            dtype=float,
+        )
+
+    deadline = col("deadline_min", lambda c: np.inf)
+    tick = np.array([r["tick"] for r in records], dtype=np.int64)
+    return Arrivals(
+        tick=tick,
+        minute=tick.astype(float) * 5.0,
+        klass=np.array(k, dtype=np.int64),
+        node=np.array([nodes.index(r["node"]) for r in records], dtype=np.int64),
+        battery_kwh=col("battery_kwh", lambda c: c.batteries_kwh[0]),
+        soc=col("soc", lambda c: c.soc_range[0]),
+        target=col("target", lambda c: c.target_soc),
+        max_ac_kw=col("max_ac_kw", lambda c: c.max_ac_kw),
+        max_dc_kw=col("max_dc_kw", lambda c: c.max_dc_kw),
+        km_per_kwh=col("km_per_kwh", lambda c: c.km_per_kwh),
+        patience_min=col("patience_min", lambda c: c.patience_min[1]),
+        critical=np.isfinite(deadline),
+        deadline_min=deadline,
+    )

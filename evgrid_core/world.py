@@ -388,8 +388,8 @@ class World:
             tables.feeder_of, weights=self.station_kw, minlength=len(self.feeder_ev_kw)
         )
         total = float(energy.sum())
-        cost = total * tables.tariff[t]
-        fossil = total * (1.0 - tables.renewable[t])
+        cost = total * float(tables.tariff[t])
+        fossil = total * (1.0 - float(tables.renewable[t]))
         parts["cost"] -= w.cost * cost
         parts["renewable"] -= w.renewable * fossil
         kpis.on_energy(total, total - fossil, cost)

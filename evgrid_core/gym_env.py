@@ -1,0 +1,163 @@
+"""A Gymnasium wrapper over the same core, for SB3 / RLlib users.
+
+Import this module explicitly (``from evgrid_core.gym_env import EVGridGymEnv``);
+``import evgrid_core`` does not load gymnasium.
+
+Actions are one ``Discrete`` index: ROUTE (station x kind), then DEFER (minutes),
+then LOAD_SHIFT (station x cap x minutes). ``action_masks()`` (the MaskablePPO
+convention) and ``info["action_mask"]`` say which are valid now.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+try:
+    import gymnasium as gym
+    from gymnasium import spaces
+except ImportError as e:  # pragma: no cover - exercised only without gymnasium
+    raise ImportError(
+        "the Gymnasium wrapper needs gymnasium: pip install 'ev-grid-oracle[gym]'"
+    ) from e
+
+from .actions import (
+    DEFER_MINUTES,
+    SHIFT_CAP_PCT,
+    SHIFT_MINUTES,
+    ChargerKind,
+    Defer,
+    LoadShift,
+    Route,
+)
+from .config import SimConfig
+from .env import EVGridEnv
+from .observation import Observation
+from .scenarios import DEFAULT_SCENARIO
+
+N_STATIONS, N_KINDS, N_FEEDERS = 25, 3, 6
+N_ROUTE = N_STATIONS * N_KINDS
+N_DEFER = len(DEFER_MINUTES)
+N_SHIFT = N_STATIONS * len(SHIFT_CAP_PCT) * len(SHIFT_MINUTES)
+N_ACTIONS = N_ROUTE + N_DEFER + N_SHIFT
+OBS_SIZE = 6 + 11 + N_STATIONS * 10 + N_FEEDERS * 2 + N_ROUTE
+OBS_LOW, OBS_HIGH = (
+    -10.0,
+    100.0,
+)  # every feature is scaled to about [0, 1]; clipped to these
+
+
+def decode_action(index: int, ev: int) -> Route | Defer | LoadShift:
+    """Discrete index -> typed action for request ``ev``."""
+    i = int(index)
+    if i < N_ROUTE:
+        return Route(ev, i // N_KINDS + 1, ChargerKind(i % N_KINDS))
+    i -= N_ROUTE
+    if i < N_DEFER:
+        return Defer(ev, DEFER_MINUTES[i])
+    i -= N_DEFER
+    per_station = len(SHIFT_CAP_PCT) * len(SHIFT_MINUTES)
+    s, rest = divmod(i, per_station)
+    c, m = divmod(rest, len(SHIFT_MINUTES))
+    return LoadShift(s + 1, SHIFT_CAP_PCT[c], SHIFT_MINUTES[m])
+
+
+def encode_observation(obs: Observation) -> np.ndarray:
+    """A fixed-size float32 vector of everything in the observation."""
+    v = np.zeros(OBS_SIZE, dtype=np.float32)
+    hour = int(obs.clock[:2]) * 60 + int(obs.clock[3:])
+    v[:6] = (obs.tick / obs.n_ticks, hour / 1440, obs.tariff_inr / 10, obs.renewable_share,
+             obs.pending / 10, obs.load_shifts_left / 2)  # fmt: skip
+    r = obs.request
+    if r is not None:
+        v[6:17] = (r.battery_kwh / 60, r.soc, r.target, r.max_ac_kw / 10, r.max_dc_kw / 150,
+                   r.range_km / 300, r.waited_min / 120, r.defers / 3, float(r.critical),
+                   (r.deadline_in_min or 0.0) / 60, r.patience_left_min / 120)  # fmt: skip
+    free = (obs.plugs - obs.busy) / 16
+    per_station = np.column_stack(
+        [
+            obs.travel_min / 90,
+            free,
+            obs.queue / 10,
+            obs.open,
+            obs.shifted,
+            obs.feeder_util[obs.feeder_of],
+        ]
+    )
+    o = 17
+    v[o : o + N_STATIONS * 10] = per_station.ravel()
+    o += N_STATIONS * 10
+    v[o : o + N_FEEDERS * 2] = np.column_stack(
+        [obs.feeder_util, obs.feeder_forecast]
+    ).ravel()
+    o += N_FEEDERS * 2
+    v[o:] = obs.route_mask.ravel()
+    return np.clip(v, OBS_LOW, OBS_HIGH, out=v)
+
+
+def action_mask(obs: Observation) -> np.ndarray:
+    """(N_ACTIONS,) bool: the valid discrete actions now."""
+    m = np.zeros(N_ACTIONS, dtype=bool)
+    if obs.request is None:
+        return m
+    m[:N_ROUTE] = obs.route_mask.ravel()
+    m[N_ROUTE : N_ROUTE + N_DEFER] = [d in obs.defer_options for d in DEFER_MINUTES]
+    if obs.load_shifts_left > 0:
+        per_station = len(SHIFT_CAP_PCT) * len(SHIFT_MINUTES)
+        m[N_ROUTE + N_DEFER :] = np.repeat(~obs.shifted, per_station)
+    return m
+
+
+class EVGridGymEnv(gym.Env):
+    """Gymnasium view of ``EVGridEnv``; same seed, same episode."""
+
+    metadata = {"render_modes": ["ansi"]}
+
+    def __init__(
+        self,
+        scenario: str = DEFAULT_SCENARIO,
+        config: SimConfig | None = None,
+        render_mode: str | None = None,
+    ) -> None:
+        self.core = EVGridEnv(config)
+        self.scenario = scenario
+        self.render_mode = render_mode
+        self.action_space = spaces.Discrete(N_ACTIONS)
+        self.observation_space = spaces.Box(
+            OBS_LOW, OBS_HIGH, shape=(OBS_SIZE,), dtype=np.float32
+        )
+        self._obs: Observation | None = None
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):  # noqa: ANN201
+        super().reset(seed=seed)
+        if seed is None:
+            seed = int(self.np_random.integers(0, 2**31 - 1))
+        scenario = (options or {}).get("scenario", self.scenario)
+        self._obs = self.core.reset(seed=seed, scenario=scenario)
+        return encode_observation(self._obs), self._info({})
+
+    def step(self, action: int):  # noqa: ANN201
+        assert self._obs is not None and self._obs.request is not None, (
+            "call reset() first"
+        )
+        res = self.core.step(decode_action(action, self._obs.request.id))
+        self._obs = self.core.observation()
+        return (
+            encode_observation(self._obs),
+            res.reward,
+            res.done,
+            False,
+            self._info(res.info),
+        )
+
+    def action_masks(self) -> np.ndarray:
+        assert self._obs is not None
+        return action_mask(self._obs)
+
+    def render(self) -> str | None:
+        return self.core.render_text() if self.render_mode == "ansi" else None
+
+    def _info(self, info: dict[str, Any]) -> dict[str, Any]:
+        assert self._obs is not None
+        return {**info, "action_mask": action_mask(self._obs)}

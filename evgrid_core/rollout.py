@@ -1,0 +1,52 @@
+"""Run policies over episodes: the one loop every evaluator uses."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from .config import SimConfig
+from .env import EVGridEnv
+from .policies import Policy
+
+
+@dataclass(frozen=True)
+class EpisodeResult:
+    scenario: str
+    seed: int
+    policy: str
+    ret: float  # [reward] sum over the episode
+    kpis: dict[str, float]
+    parts: dict[str, float]  # reward parts summed over the episode
+
+
+def run_episode(
+    policy: Policy, scenario: str, seed: int, config: SimConfig | None = None
+) -> EpisodeResult:
+    """One full episode of ``policy`` on (scenario, seed)."""
+    env = EVGridEnv(config)
+    obs = env.reset(seed=seed, scenario=scenario)
+    policy.reset(seed)
+    while not env.done:
+        env.step(policy.act(obs))
+        obs = env.observation()
+    return EpisodeResult(
+        scenario,
+        seed,
+        policy.name,
+        env.kpis.total_return,
+        env.kpi_summary(),
+        dict(env.kpis.parts_total),
+    )
+
+
+def run_episodes(
+    make: Callable[[], Policy],
+    scenario: str,
+    seeds: list[int],
+    config: SimConfig | None = None,
+) -> Iterator[EpisodeResult]:
+    """Episodes on the given seeds (paired across policies: same seeds, same arrivals)."""
+    policy = make()
+    for seed in seeds:
+        yield run_episode(policy, scenario, seed, config)
