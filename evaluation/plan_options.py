@@ -1,0 +1,150 @@
+"""The hindsight optimum's columns: every (EV, defer, station, kind) plan one EV can take.
+
+A plan option is "defer D minutes in total (as few DEFERs as add up to D), then
+ROUTE to (station, kind); the EV plugs in the tick it arrives and charges to its
+target (or until the episode ends)". Each option carries its exact cost parts,
+the plug it holds tick by tick and the kW it draws tick by tick, all computed
+from the exogenous trace with the world's rules. One more option per EV is "give
+an invalid answer" (the EV is stranded), which is always feasible.
+
+Simplifications (the replay scores the plan in the real env, so none of them can
+flatter the optimum; they can only make it weaker than the true one):
+- no queueing: an EV plugs in on arrival (waiting is done with DEFERs, which cost
+  the same per minute; a second or third DEFER pays ``defer_abuse``);
+- no LOAD_SHIFT; sessions that would meet a closed station are not offered;
+- only the ``stations_per_kind`` nearest stations (road km) of each charger kind,
+  and total defers up to ``max_defer_min``, are offered per EV.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from itertools import product
+
+import numpy as np
+
+from evgrid_core import SimConfig
+from evgrid_core.actions import DEFER_MINUTES
+from evgrid_core.trace import EpisodeTrace, session_energy, travel_minutes, travel_ticks
+
+STRAND = -1  # station index of the "invalid answer" option
+
+
+@dataclass
+class Options:
+    """Columns of the model, one entry per option (arrays of equal length)."""
+
+    ev: list[int] = field(default_factory=list)
+    station: list[int] = field(default_factory=list)  # 0-based; STRAND = invalid
+    kind: list[int] = field(default_factory=list)
+    defers: list[tuple[int, ...]] = field(default_factory=list)  # DEFER minutes
+    decide_tick: list[int] = field(default_factory=list)
+    arrive_tick: list[int] = field(default_factory=list)
+    cost: list[float] = field(default_factory=list)  # [reward units] all but grid
+    parts: list[dict[str, float]] = field(default_factory=list)  # cost by reward key
+    energy: list[np.ndarray] = field(default_factory=list)  # [kWh] per session tick
+    plug_kw: list[float] = field(default_factory=list)  # [kW] demand bound per tick
+
+    def __len__(self) -> int:
+        return len(self.ev)
+
+    def add(self, **kw: object) -> None:
+        for k, v in kw.items():
+            getattr(self, k).append(v)
+
+
+def defer_plans(max_defers: int, limit_min: int) -> dict[int, tuple[int, ...]]:
+    """Fewest DEFERs that add up to each reachable total D <= limit_min [min]."""
+    best: dict[int, tuple[int, ...]] = {0: ()}
+    for n in range(1, max_defers + 1):
+        for combo in product(DEFER_MINUTES, repeat=n):
+            d = sum(combo)
+            if d <= limit_min and d not in best:
+                best[d] = tuple(sorted(combo, reverse=True))
+    return dict(sorted(best.items()))
+
+
+def plug_kw(trace: EpisodeTrace, ev: int, kind: int) -> float:
+    """[kW] min(charger, vehicle) as the world sets it on plug-in (0 = cannot)."""
+    vehicle = trace.max_ac_kw[ev] if kind == 0 else trace.max_dc_kw[ev]
+    return float(min(trace.charger_kw[kind], vehicle))
+
+
+def build_options(
+    trace: EpisodeTrace,
+    config: SimConfig,
+    *,
+    stations_per_kind: int = 6,
+    max_defer_min: int = 60,
+) -> Options:
+    """Every plan option of every EV of the episode (see the module docstring)."""
+    w = config.weights
+    tm, T = config.tick_minutes, trace.n_ticks
+    plans = defer_plans(config.max_defers, max_defer_min)
+    opts = Options()
+    for i in range(trace.n_evs):
+        r = int(trace.ev_tick[i])
+        deadline = trace.ev_minute[i] + trace.deadline_min[i]  # inf if not critical
+        urgency = w.urgency if trace.critical[i] else 0.0
+        # The invalid answer at the first request: always possible.
+        opts.add(
+            ev=i, station=STRAND, kind=-1, defers=(), decide_tick=r, arrive_tick=-1,
+            cost=w.invalid + w.stranded + urgency,
+            parts={"invalid": w.invalid, "stranded": w.stranded, "urgency": urgency},
+            energy=np.zeros(0), plug_kw=0.0,
+        )  # fmt: skip
+        node = int(trace.node[i])
+        range_km = float(trace.soc[i] * trace.battery_kwh[i] * trace.km_per_kwh[i])
+        for k in range(3):
+            kw = plug_kw(trace, i, k)
+            if kw <= 0:
+                continue
+            has = np.flatnonzero(trace.plugs[:, k] > 0)
+            near = has[np.argsort(trace.road_km[node, has], kind="stable")]
+            for s in near[:stations_per_kind].tolist():
+                km = float(trace.road_km[node, s])
+                if km > range_km:
+                    continue
+                soc0 = float(
+                    trace.soc[i] - km / trace.km_per_kwh[i] / trace.battery_kwh[i]
+                )
+                full = session_energy(
+                    config,
+                    soc=soc0,
+                    target=float(trace.target[i]),
+                    battery_kwh=float(trace.battery_kwh[i]),
+                    plug_kw=kw,
+                    kind=k,
+                    max_ticks=T,
+                )
+                for dmin, seq in plans.items():
+                    if dmin > trace.patience_min[i]:
+                        break
+                    d = r + dmin // tm
+                    if d >= T:
+                        break
+                    minutes = travel_minutes(trace, i, s, d)
+                    if minutes > config.max_travel_minutes:
+                        continue
+                    a = d + travel_ticks(minutes, tm)
+                    if not trace.station_open[d, s]:
+                        continue
+                    n_ch = max(0, min(len(full), T - a))
+                    if a < T and not trace.station_open[a : a + n_ch, s].all():
+                        continue  # closed at arrival or during the session
+                    e = np.array(full[:n_ch])
+                    n = len(seq)
+                    parts = {
+                        "wait": w.wait * (dmin + (a - d) * tm),
+                        "defer_abuse": w.defer_abuse * n * (n - 1) / 2,
+                        "cost": w.cost * float(e @ trace.tariff_inr[a : a + n_ch]),
+                        "renewable": w.renewable
+                        * float(e @ (1.0 - trace.renewable_share[a : a + n_ch])),
+                        "urgency": urgency if deadline < tm * min(a, T) else 0.0,
+                    }
+                    opts.add(
+                        ev=i, station=s, kind=k, defers=seq, decide_tick=d,
+                        arrive_tick=a, cost=sum(parts.values()), parts=parts,
+                        energy=e, plug_kw=kw,
+                    )  # fmt: skip
+    return opts
