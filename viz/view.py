@@ -1,0 +1,62 @@
+"""One frame of the city view: map layer + panel + overlays, at any size."""
+
+from __future__ import annotations
+
+import pygame
+
+from . import theme
+from .panel import (
+    Panel,
+    ViewFlags,
+    draw_help,
+    draw_manual,
+    draw_message,
+    draw_station_details,
+)
+from .scene import MapLayer
+
+
+class CityView:
+    """Draws the controller's snapshot into a surface of ``size``."""
+
+    def __init__(self, ctrl, size: tuple[int, int]) -> None:  # noqa: ANN001
+        self.ctrl, self.size = ctrl, size
+        self.text = theme.TextCache()
+        w, h = size
+        panel_w = max(360, min(440, int(w * 0.32)))
+        self.map_rect = pygame.Rect(0, 0, w - panel_w, h)
+        self.panel = Panel(pygame.Rect(w - panel_w, 0, panel_w, h), self.text)
+        self.map = MapLayer(ctrl.env.world.tables.city, self.map_rect, size, self.text)
+        self.flags = ViewFlags()
+
+    def render(self, surf: pygame.Surface) -> None:
+        ctrl = self.ctrl
+        if ctrl.manual:
+            ctrl.manual_sync()
+        self.map.draw(surf, ctrl, self.flags.selected)
+        self.panel.draw(surf, ctrl, self.flags)
+        if self.flags.selected is not None:
+            draw_station_details(
+                surf, self.map_rect, self.text, ctrl, self.flags.selected
+            )
+        if ctrl.manual:
+            draw_manual(surf, self.map_rect, self.text, ctrl)
+        elif ctrl.message:
+            draw_message(surf, self.map_rect, self.text, ctrl.message)
+        if ctrl.done and ctrl.display_minute >= ctrl.end_minute:
+            draw_message(
+                surf,
+                self.map_rect.move(0, 30),
+                self.text,
+                "Episode over: final KPIs in the panel",
+            )
+        if self.flags.help:
+            draw_help(surf, self.map_rect, self.text)
+
+    def click(self, pos: tuple[int, int]) -> int | None:
+        """Select the station under ``pos`` (or clear the selection)."""
+        station = self.map.station_at(pos) if self.map_rect.collidepoint(pos) else None
+        self.flags.selected = station
+        if station is not None and self.ctrl.manual:
+            self.ctrl.select_station(station)
+        return station
