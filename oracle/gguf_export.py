@@ -1,0 +1,217 @@
+"""Hugging Face model dir -> GGUF (-> quantised GGUF), offline.
+
+Conversion runs llama.cpp's own ``convert_hf_to_gguf.py`` with the ``gguf-py`` it
+ships, both vendored in the llama-cpp-python 0.3.36 sdist (the PyPI ``gguf``
+package does not match that converter). The sdist is fetched once by the set-up
+step (``python3 -m oracle.gguf_export --fetch``, from PyPI) into ``.cache/oracle/``;
+nothing is downloaded at test or export time. Quantisation uses the llama.cpp
+library inside llama-cpp-python (``llama_model_quantize``).
+
+    python3 -m oracle.gguf_export MODEL_DIR out.gguf --quant Q4_K_M
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tarfile
+import tempfile
+from pathlib import Path
+
+LLAMA_CPP_PYTHON_VERSION = "0.3.36"
+CACHE_DIR = Path(
+    os.environ.get(
+        "EVGRID_ORACLE_CACHE", Path(__file__).resolve().parents[1] / ".cache" / "oracle"
+    )
+)
+_SDIST_NAME = f"llama_cpp_python-{LLAMA_CPP_PYTHON_VERSION}"
+_VENDORED = ("convert_hf_to_gguf.py", "conversion/", "gguf-py/")
+# GGUF file types that llama_model_quantize can write (names as llama.cpp prints them).
+QUANT_TYPES = ("Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q4_K_M", "Q5_K_M", "Q6_K")
+
+# --- The vendored converter ----------------------------------------------------------------
+
+
+def fetch_sdist(cache_dir: Path = CACHE_DIR) -> Path:
+    """Download the llama-cpp-python sdist from PyPI into ``cache_dir/sdist`` (set-up only)."""
+    dest = cache_dir / "sdist"
+    found = sorted(dest.glob(f"{_SDIST_NAME}.tar.gz"))
+    if found:
+        return found[0]
+    dest.mkdir(parents=True, exist_ok=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "-q",
+            "--no-deps",
+            f"llama-cpp-python=={LLAMA_CPP_PYTHON_VERSION}",
+            "-d",
+            str(dest),
+        ],
+        check=True,
+    )
+    return dest / f"{_SDIST_NAME}.tar.gz"
+
+
+def converter_dir(cache_dir: Path = CACHE_DIR) -> Path:
+    """The vendored llama.cpp dir holding ``convert_hf_to_gguf.py`` (extracted once)."""
+    target = cache_dir / "llama.cpp-convert"
+    if (target / "convert_hf_to_gguf.py").is_file():
+        return target
+    tarball = cache_dir / "sdist" / f"{_SDIST_NAME}.tar.gz"
+    if not tarball.is_file():
+        raise FileNotFoundError(
+            f"{tarball} is missing: run `python3 -m oracle.gguf_export --fetch` "
+            "(or bash scripts/setup.sh test) once to fetch llama.cpp's converter"
+        )
+    prefix = f"{_SDIST_NAME}/vendor/llama.cpp/"
+    tmp = Path(tempfile.mkdtemp(dir=cache_dir, prefix="extract-"))
+    with tarfile.open(tarball) as tar:
+        members = [
+            m
+            for m in tar.getmembers()
+            if m.name.startswith(prefix)
+            and m.name[len(prefix) :].startswith(_VENDORED)
+            and (m.isfile() or m.isdir())
+        ]
+        for m in members:
+            m.name = m.name[len(prefix) :]
+        tar.extractall(tmp, members=members, filter="data")
+    tmp.rename(target)  # atomic: a half-extracted dir is never used
+    return target
+
+
+def convert_hf_to_gguf(
+    model_dir: str | Path,
+    out_path: str | Path,
+    *,
+    outtype: str = "f16",
+    cache_dir: Path = CACHE_DIR,
+) -> Path:
+    """Convert an HF model dir (safetensors + tokenizer) to one GGUF file.
+
+    ``outtype``: f32, f16, bf16 or q8_0 (what the converter writes directly); use
+    ``quantize_gguf`` for k-quants. Raises ``RuntimeError`` with the converter's
+    output when it fails.
+    """
+    script = converter_dir(cache_dir) / "convert_hf_to_gguf.py"
+    out = Path(out_path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(out.name + ".part")
+    env = {k: v for k, v in os.environ.items() if k != "NO_LOCAL_GGUF"}
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(script),
+            str(model_dir),
+            "--outfile",
+            str(tmp),
+            "--outtype",
+            outtype,
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    if proc.returncode != 0 or not tmp.is_file():
+        tail = (proc.stdout + proc.stderr)[-3000:]
+        raise RuntimeError(f"convert_hf_to_gguf failed ({proc.returncode}):\n{tail}")
+    tmp.replace(out)
+    return out
+
+
+# --- Quantisation --------------------------------------------------------------------------
+
+
+def _llama_cpp():
+    try:
+        import llama_cpp
+    except ImportError as e:
+        raise ImportError(
+            "llama-cpp-python is needed to quantise GGUF files: "
+            'CMAKE_ARGS="-DGGML_NATIVE=OFF" python3 -m pip install '
+            f"llama-cpp-python=={LLAMA_CPP_PYTHON_VERSION} (or pip install -e .[oracle])"
+        ) from e
+    return llama_cpp
+
+
+def quantize_gguf(
+    src: str | Path, dst: str | Path, quant: str = "Q4_K_M", *, threads: int = 0
+) -> Path:
+    """Quantise a GGUF (f32/f16/bf16) to ``quant`` with llama.cpp's quantiser."""
+    if quant not in QUANT_TYPES:
+        raise ValueError(f"unknown quant {quant!r}; choose one of {QUANT_TYPES}")
+    llama_cpp = _llama_cpp()
+    import ctypes
+
+    params = llama_cpp.llama_model_quantize_default_params()
+    params.ftype = getattr(llama_cpp, f"LLAMA_FTYPE_MOSTLY_{quant}")
+    params.nthread = threads
+    out = Path(dst)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(out.name + ".part")
+    rc = llama_cpp.llama_model_quantize(
+        str(src).encode(), str(tmp).encode(), ctypes.byref(params)
+    )
+    if rc != 0 or not tmp.is_file():
+        raise RuntimeError(f"llama_model_quantize({src} -> {quant}) returned {rc}")
+    tmp.replace(out)
+    return out
+
+
+def export_gguf(
+    model_dir: str | Path,
+    out_path: str | Path,
+    *,
+    quant: str | None = "Q4_K_M",
+    cache_dir: Path = CACHE_DIR,
+) -> Path:
+    """HF model dir -> GGUF at ``out_path``, quantised to ``quant`` (None: keep f16).
+
+    The training pipeline's last step (merged LoRA -> Q4_K_M for the Oracle).
+    """
+    out = Path(out_path)
+    if quant is None:
+        return convert_hf_to_gguf(model_dir, out, outtype="f16", cache_dir=cache_dir)
+    f16 = out.with_name(out.stem + ".f16.gguf")
+    try:
+        convert_hf_to_gguf(model_dir, f16, outtype="f16", cache_dir=cache_dir)
+        return quantize_gguf(f16, out, quant)
+    finally:
+        f16.unlink(missing_ok=True)
+
+
+# --- Command line --------------------------------------------------------------------------
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(
+        prog="python3 -m oracle.gguf_export", description=__doc__.splitlines()[0]
+    )
+    p.add_argument("model_dir", nargs="?", help="HF model dir (safetensors)")
+    p.add_argument("out", nargs="?", help="GGUF file to write")
+    p.add_argument("--quant", default="Q4_K_M", help="Q4_K_M (default) or 'none'")
+    p.add_argument(
+        "--fetch",
+        action="store_true",
+        help="only fetch and extract llama.cpp's converter (from PyPI)",
+    )
+    args = p.parse_args(argv)
+    if args.fetch:
+        fetch_sdist()
+        print(converter_dir())
+        return 0
+    if not (args.model_dir and args.out):
+        p.error("MODEL_DIR and OUT are required (or --fetch)")
+    quant = None if args.quant.lower() == "none" else args.quant
+    print(export_gguf(args.model_dir, args.out, quant=quant))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

