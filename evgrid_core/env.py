@@ -152,7 +152,7 @@ class EVGridEnv:
 
     def render_text(self) -> str:
         """The compact text observation an LLM reads (about 300 tokens)."""
-        return render_text(self.observation())
+        return render_text(self.observation(), self.config.obs_stations)
 
     def kpi_summary(self) -> dict[str, float]:
         """The episode's KPIs so far (final once ``done``)."""

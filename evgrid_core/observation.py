@@ -166,20 +166,16 @@ def render_text(obs: Observation, max_stations: int = 8) -> str:
                 zip(obs.feeder_util, obs.feeder_forecast, strict=True)
             )
         ),
-        "STATIONS drive feeder "
-        + " ".join(f"{KIND_NAMES[k]}(free/plugs,queue)" for k in kinds),
+        "STATIONS drive-min feeder "
+        + " ".join(KIND_NAMES[k] for k in kinds)
+        + " (free/plugs+queued)",
     ]
     usable = np.flatnonzero(obs.route_mask.any(axis=1))
     for s in usable[np.argsort(obs.travel_min[usable], kind="stable")][:max_stations]:
-        cells = " ".join(
-            f"{obs.plugs[s, k] - obs.busy[s, k]}/{obs.plugs[s, k]},q{obs.queue[s, k]}"
-            if obs.route_mask[s, k]
-            else "-"
-            for k in kinds
-        )
+        cells = " ".join(_plug_cell(obs, s, k) for k in kinds)
         cap = f" capped{obs.cap_kw[s]:.0f}kW" if obs.shifted[s] else ""
         lines.append(
-            f"S{s + 1} {obs.station_names[s]} {obs.travel_min[s]:.0f}m F{obs.feeder_of[s] + 1} {cells}{cap}"
+            f"S{s + 1} {obs.travel_min[s]:.0f} F{obs.feeder_of[s] + 1} {cells}{cap}"
         )
     if len(usable) == 0:
         lines.append("(no station can take this EV now)")
@@ -188,3 +184,10 @@ def render_text(obs: Observation, max_stations: int = 8) -> str:
         f"DEFER options: {defer}. LOAD_SHIFT left this tick: {obs.load_shifts_left}."
     )
     return "\n".join(lines)
+
+
+def _plug_cell(obs: Observation, s: int, k: int) -> str:
+    if not obs.route_mask[s, k]:
+        return "-"
+    cell = f"{obs.plugs[s, k] - obs.busy[s, k]}/{obs.plugs[s, k]}"
+    return f"{cell}+{obs.queue[s, k]}" if obs.queue[s, k] else cell

@@ -1,0 +1,124 @@
+"""``evgrid bench``: core throughput on full default-scenario episodes.
+
+Reports simulated ticks/s and decisions/s three ways: env.step alone (policy and
+observation excluded), step + building the observation (policy excluded), and
+everything with the greedy_eta policy; plus reset time and peak memory.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import time
+import tracemalloc
+
+HELP = "benchmark the core: ticks/s, decisions/s, reset time, peak memory"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--episodes", type=int, default=30, help="episodes per measurement")
+    p.add_argument("--scenario", default="evening_peak")
+    p.add_argument(
+        "--policy", default="greedy_eta", help="policy that produces the actions"
+    )
+    p.add_argument("--json", action="store_true")
+
+
+def measure(episodes: int, scenario: str, policy_name: str) -> dict[str, float]:
+    from evgrid_core import EVGridEnv
+    from evgrid_core.policies import make_policy
+
+    policy = make_policy(policy_name)
+    env = EVGridEnv()
+    # Record each episode's actions once, so replays time the core alone.
+    plans: list[list[object]] = []
+    for seed in range(episodes):
+        obs = env.reset(seed=seed, scenario=scenario)
+        policy.reset(seed)
+        actions = []
+        while not env.done:
+            a = policy.act(obs)
+            actions.append(a)
+            env.step(a)
+            obs = env.observation()
+        plans.append(actions)
+    n_ticks = env.scenario.n_ticks  # type: ignore[union-attr]
+    steps = sum(len(p) for p in plans)
+
+    def timed(with_obs: bool, with_policy: bool) -> float:
+        t0 = time.perf_counter()
+        for seed, plan in enumerate(plans):
+            obs = env.reset(seed=seed, scenario=scenario)
+            if with_policy:
+                policy.reset(seed)
+                while not env.done:
+                    env.step(policy.act(obs))
+                    obs = env.observation()
+            else:
+                for a in plan:
+                    env.step(a)  # type: ignore[arg-type]
+                    if with_obs:
+                        env.observation()
+        return time.perf_counter() - t0
+
+    timed(False, False)  # warm-up
+    core = min(timed(False, False) for _ in range(3))
+    with_obs = min(timed(True, False) for _ in range(2))
+    full = timed(True, True)
+    # Reset alone.
+    t0 = time.perf_counter()
+    n_resets = 200
+    for seed in range(n_resets):
+        env.reset(seed=seed, scenario=scenario)
+    reset_ms = (time.perf_counter() - t0) / n_resets * 1e3
+    # Peak Python memory of one episode, and the process's peak RSS.
+    tracemalloc.start()
+    env2 = EVGridEnv()
+    env2.reset(seed=0, scenario=scenario)
+    for a in plans[0]:
+        env2.step(a)  # type: ignore[arg-type]
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    ticks = episodes * n_ticks
+    return {
+        "scenario": scenario,
+        "policy": policy_name,
+        "episodes": episodes,
+        "ticks_per_episode": n_ticks,
+        "decisions_per_episode": steps / episodes,
+        "ticks_per_s_core": ticks / core,
+        "decisions_per_s_core": steps / core,
+        "ticks_per_s_with_observation": ticks / with_obs,
+        "decisions_per_s_with_observation": steps / with_obs,
+        "ticks_per_s_with_policy": ticks / full,
+        "decisions_per_s_with_policy": steps / full,
+        "episode_ms_core": core / episodes * 1e3,
+        "reset_ms": reset_ms,
+        "episode_peak_python_mb": peak / 2**20,
+        "process_peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        / 1024,
+    }
+
+
+def run(args: argparse.Namespace) -> int:
+    from evgrid_core import get_scenario
+
+    get_scenario(args.scenario)
+    if args.episodes < 1:
+        raise ValueError("--episodes must be at least 1")
+    r = measure(args.episodes, args.scenario, args.policy)
+    if args.json:
+        print(json.dumps(r, indent=2))
+        return 0
+    print(f"core benchmark: {r['episodes']} x {r['scenario']} ({r['ticks_per_episode']} ticks, "
+          f"{r['decisions_per_episode']:.0f} decisions per episode; actions from {r['policy']})")  # fmt: skip
+    print(f"  step only (policy, observation excluded): {r['ticks_per_s_core']:>10,.0f} ticks/s "
+          f"{r['decisions_per_s_core']:>10,.0f} decisions/s  ({r['episode_ms_core']:.2f} ms/episode)")  # fmt: skip
+    print(f"  step + observation (policy excluded):     {r['ticks_per_s_with_observation']:>10,.0f} ticks/s "
+          f"{r['decisions_per_s_with_observation']:>10,.0f} decisions/s")  # fmt: skip
+    print(f"  step + observation + {r['policy']:<20} {r['ticks_per_s_with_policy']:>10,.0f} ticks/s "
+          f"{r['decisions_per_s_with_policy']:>10,.0f} decisions/s")  # fmt: skip
+    print(f"  reset: {r['reset_ms']:.3f} ms   peak memory: {r['episode_peak_python_mb']:.2f} MB "
+          f"(one episode, Python heap), {r['process_peak_rss_mb']:.0f} MB process RSS")  # fmt: skip
+    return 0

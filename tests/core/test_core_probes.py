@@ -1,0 +1,161 @@
+"""Probe episodes with exact expected values: one EV, one station, known tariff."""
+
+import dataclasses
+
+import pytest
+
+from evgrid_core import EVGridEnv, get_scenario, load_city
+from evgrid_core.fleet import arrivals_from_records
+from evgrid_core.scenarios import FeederEvent
+
+CITY = load_city()
+NO_NOISE = [1.0] * len(CITY.feeders)
+W = EVGridEnv().config.weights
+
+
+def one_car(scenario="quiet_night", **overrides):
+    record = dict(tick=0, klass="car", node="Koramangala", soc=0.2, battery_kwh=40.5)
+    record.update(overrides)
+    env = EVGridEnv()
+    env.reset(seed=0, scenario=scenario, arrivals=arrivals_from_records([record], CITY.nodes),
+              background_noise=NO_NOISE)  # fmt: skip
+    return env
+
+
+def test_one_car_on_ultra_exact_energy_cost_wait_and_reward_parts() -> None:
+    env = one_car()
+    # 23:00, quiet night. Koramangala station S5 is 2.0 km away inside the locality;
+    # night speed 25 km/h -> 4.8 min -> arrives at the next 5-minute tick.
+    res = env.step("ROUTE E1 S5 ULTRA")
+    assert res.info["valid"] and res.done  # the only EV: the clock runs to the end
+    soc_at_station = 0.2 - 2.0 / 7.0 / 40.5  # 7 km/kWh
+    kwh = (
+        (0.8 - soc_at_station) * 40.5 / 0.92
+    )  # grid kWh to reach 80 % at 92 % efficiency
+    renewable_2300 = (2000 + 2000 + 0) / (
+        17000 * 0.68
+    )  # hydro + wind, no sun, demand x 0.68
+    k = env.kpi_summary()
+    assert k["energy_kwh"] == pytest.approx(kwh, rel=1e-12)
+    assert k["energy_cost_inr"] == pytest.approx(
+        kwh * 4.50, rel=1e-12
+    )  # KERC Rs 4.50, off-peak
+    assert k["mean_wait_min"] == 5.0
+    assert k["evs_served"] == 1 and k["stranded"] == 0
+    assert k["renewable_share_pct"] == pytest.approx(100 * renewable_2300, rel=1e-12)
+    parts = res.info["reward_parts"]
+    assert parts["wait"] == pytest.approx(-W.wait * 5)
+    assert parts["cost"] == pytest.approx(-W.cost * kwh * 4.50, rel=1e-12)
+    assert parts["renewable"] == pytest.approx(
+        -W.renewable * kwh * (1 - renewable_2300), rel=1e-12
+    )
+    for key in (
+        "grid_stress",
+        "peak",
+        "urgency",
+        "stranded",
+        "invalid",
+        "defer_abuse",
+        "load_shift",
+    ):
+        assert parts[key] == 0.0, key
+    assert res.reward == pytest.approx(sum(parts.values()), rel=1e-15)
+    # 50 kW (the car's DC limit) for 6.41 ticks: it leaves after the 7th charging tick.
+    assert env.state()["evs"] == []
+
+
+def test_slow_charger_is_limited_by_the_car_and_the_tick() -> None:
+    env = one_car(soc=0.75, battery_kwh=30.2)
+    env.step("ROUTE E1 S5 SLOW")
+    soc = 0.75 - 2.0 / 7.0 / 30.2
+    kwh = (
+        (0.8 - soc) * 30.2 / 0.92
+    )  # 1.95 kWh at 7 kW (the charger, under the car's 7.2)
+    assert env.kpi_summary()["energy_kwh"] == pytest.approx(kwh, rel=1e-12)
+
+
+def test_defer_costs_exactly_its_minutes_and_comes_back() -> None:
+    env = one_car()
+    res = env.step("DEFER E1 15")
+    assert res.info["valid"] and not res.done
+    assert res.info["reward_parts"]["wait"] == pytest.approx(-W.wait * 15)
+    assert (
+        res.info["reward_parts"]["defer_abuse"] == 0.0
+    )  # first defer is free of abuse cost
+    obs = env.observation()
+    assert obs.tick == 3 and obs.request.id == 1 and obs.request.waited_min == 15.0
+    res = env.step("DEFER E1 5")
+    assert res.info["reward_parts"]["defer_abuse"] == pytest.approx(-W.defer_abuse * 1)
+
+
+def test_invalid_action_strands_the_ev_with_exact_penalty() -> None:
+    env = one_car()
+    res = env.step("ROUTE E1 S5 TURBO")
+    assert not res.info["valid"] and "malformed ROUTE" in res.info["reason"]
+    parts = res.info["reward_parts"]
+    assert parts["invalid"] == -W.invalid and parts["stranded"] == -W.stranded
+    assert res.reward == -W.invalid - W.stranded
+    assert (
+        env.kpi_summary()["stranded"] == 1
+        and env.kpi_summary()["invalid_action_pct"] == 100.0
+    )
+
+
+def test_feeder_pushed_over_its_limit_gives_exactly_the_overload_term() -> None:
+    base = get_scenario("quiet_night")
+    dry = one_car()
+    bg = float(dry.world.background[1, 2])  # South-East feeder (F3), tick 1, kW
+    # In tick 1 only, F3's usable capacity is background + 30 kW: a 50 kW session
+    # overloads it by exactly 20 kW for 5 minutes.
+    factor = (bg + 30.0) / CITY.feeders[2].capacity_kw
+    sc = dataclasses.replace(
+        base, feeder_events=(FeederEvent(3, 1, 2, factor, "fault"),)
+    )
+    env = one_car(scenario=sc)
+    res = env.step("ROUTE E1 S5 ULTRA")
+    parts = res.info["reward_parts"]
+    assert parts["peak"] == pytest.approx(-W.peak * 20.0 * 5 / 60, rel=1e-12)
+    assert parts["grid_stress"] == pytest.approx(
+        -W.grid_stress * 50.0 * 5 / 60, rel=1e-12
+    )
+    k = env.kpi_summary()
+    assert k["overload_feeder_min"] == 5.0 and k["stress_events"] == 1
+    assert k["peak_feeder_util_pct"] == pytest.approx(
+        100 * (bg + 50) / (bg + 30), rel=1e-12
+    )
+
+
+def test_load_shift_caps_the_station_power() -> None:
+    env = one_car()
+    res = env.step(
+        "LOAD_SHIFT S5 25 60"
+    )  # 25 % of 400 kW = 100 kW: above 50 kW, no effect
+    assert res.info["valid"] and res.info["reward_parts"]["load_shift"] == -W.load_shift
+    assert (
+        env.step("LOAD_SHIFT S5 25 60").info["reason"] == "S5 is already load-shifted"
+    )
+
+
+def test_critical_ev_late_and_stranded_by_patience() -> None:
+    # A critical cab 2 km from S5 must plug in within 3 minutes: impossible (1 tick of travel).
+    env = one_car(klass="cab", battery_kwh=26.0, deadline_min=3, patience_min=40)
+    res = env.step("ROUTE E1 S5 FAST")
+    assert res.info["reward_parts"]["urgency"] == -W.urgency
+    assert env.kpi_summary()["critical_on_time_pct"] == 0.0
+    env = one_car(klass="cab", battery_kwh=26.0, deadline_min=10, patience_min=40)
+    env.step("ROUTE E1 S5 FAST")
+    assert env.kpi_summary()["critical_on_time_pct"] == 100.0
+
+
+def test_queue_wait_and_patience_on_a_full_station() -> None:
+    # Three cars want S5's two ULTRA plugs at once; the third queues until a plug frees.
+    recs = [dict(tick=0, klass="car", node="Koramangala", soc=0.2, battery_kwh=40.5, patience_min=20)
+            for _ in range(3)]  # fmt: skip
+    env = EVGridEnv()
+    env.reset(seed=0, scenario="quiet_night", arrivals=arrivals_from_records(recs, CITY.nodes),
+              background_noise=NO_NOISE)  # fmt: skip
+    for i in (1, 2, 3):
+        env.step(f"ROUTE E{i} S5 ULTRA")
+    k = env.kpi_summary()
+    # The third car reaches S5 at 23:05, waits 4 ticks (20 min of patience), gives up.
+    assert k["evs_plugged_in"] == 2 and k["stranded"] == 1

