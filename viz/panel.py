@@ -65,6 +65,7 @@ class ViewFlags:
 class Panel:
     def __init__(self, rect: pygame.Rect, text: theme.TextCache) -> None:
         self.rect, self.text = rect, text
+        self.gauge_rects: dict[int, pygame.Rect] = {}  # feeder id -> bar (tests)
 
     def _t(self, surf, s: str, pos, size=13, colour=theme.TEXT, bold=False):  # noqa: ANN001, ANN202
         img = self.text.get(s, size, colour, bold)
@@ -177,6 +178,7 @@ class Panel:
             )
             self._t(surf, f"F{f['id']} {name}", (x + 12, y), 11, theme.TEXT)
             full = 1.2  # the bar spans 0..120 %
+            self.gauge_rects[f["id"]] = pygame.Rect(bar_x, y + 1, bar_w, 12)
             pygame.draw.rect(
                 surf, (44, 50, 64), (bar_x, y + 1, bar_w, 12), border_radius=3
             )

@@ -1,0 +1,97 @@
+"""Rendered frames (offscreen): size, and known pixels that come from the core's state."""
+
+import os
+
+os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
+
+import pygame  # noqa: E402
+import pytest  # noqa: E402
+
+from viz import theme  # noqa: E402
+from viz.controller import Controller  # noqa: E402
+from viz.view import CityView  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def screen():
+    pygame.display.init()
+    pygame.font.init()
+    yield pygame.display.set_mode((1280, 720))
+    pygame.display.quit()
+
+
+def _pixel(surf, rect, dx=6):
+    return tuple(surf.get_at((rect.x + dx, rect.centery)))[:3]
+
+
+def test_frame_has_the_requested_size_and_is_not_blank(screen):
+    ctrl = Controller("evening_peak", 0, "greedy_eta", threaded=False)
+    surf = pygame.Surface((1024, 600))
+    view = CityView(ctrl, (1024, 600))
+    view.render(surf)
+    assert surf.get_size() == (1024, 600)
+    colours = {
+        tuple(surf.get_at((x, y)))
+        for x in range(0, 1024, 37)
+        for y in range(0, 600, 29)
+    }
+    assert len(colours) > 10
+    ctrl.close()
+
+
+@pytest.mark.parametrize(
+    ("util", "expected"),
+    [
+        (0.50, theme.OK),  # well below the soft limit
+        (0.90, theme.OK),  # at the soft limit: not above it yet
+        (0.91, theme.WARN),  # above the core's soft limit (0.90)
+        (1.00, theme.WARN),  # at 100 %: stressed, not over
+        (1.01, theme.OVER),  # above the hard limit
+    ],
+)
+def test_stress_colour_uses_the_core_soft_limit(util, expected):
+    from evgrid_core import SimConfig
+
+    assert theme.stress_colour(util, SimConfig().soft_limit) == expected
+
+
+def test_overloaded_feeder_gauge_is_drawn_in_the_overload_colour(screen):
+    # greedy_eta on evening_peak seed 0 takes a feeder just over 100 % (core KPI).
+    ctrl = Controller("evening_peak", 0, "greedy_eta", threaded=False)
+    while not ctrl.done and max(f["utilisation"] for f in ctrl.state["feeders"]) <= 1.0:
+        ctrl.display_minute = ctrl.env_minute
+        ctrl.poll(block=True)
+    feeders = ctrl.state["feeders"]
+    over = [f["id"] for f in feeders if f["utilisation"] > 1.0]
+    calm = [f["id"] for f in feeders if f["utilisation"] <= ctrl.soft_limit]
+    assert over, "expected a feeder above 100 % in this episode"
+    view = CityView(ctrl, (1280, 720))
+    view.render(screen)
+    for fid in over:
+        assert _pixel(screen, view.panel.gauge_rects[fid]) == theme.OVER
+    for fid in calm:
+        assert _pixel(screen, view.panel.gauge_rects[fid]) == theme.OK
+    ctrl.close()
+
+
+def test_station_marker_sits_where_the_projection_puts_it(screen):
+    ctrl = Controller("evening_peak", 0, "greedy_eta", threaded=False)
+    view = CityView(ctrl, (1280, 720))
+    view.render(screen)
+    st = ctrl.env.world.tables.city.stations[4]  # S5 Koramangala, inside the view
+    x, y = view.map.proj.to_px(st.lat, st.lon)
+    assert view.map.station_px[4] == (x, y)
+    r = view.map.marker // 2 + 3
+    ring = tuple(screen.get_at((int(x) + r - 2, int(y))))[:3]
+    assert ring == theme.feeder_colour(st.feeder)
+    assert view.click((round(x), round(y))) == 5
+    ctrl.close()
+
+
+def test_offmap_airport_is_pinned_inside_the_map(screen):
+    ctrl = Controller("evening_peak", 0, "greedy_eta", threaded=False)
+    view = CityView(ctrl, (1280, 720))
+    assert 18 in view.map.offmap  # the airport, ~29 km north
+    assert view.map_rect.collidepoint(view.map.station_px[17])
+    assert "km" in view.map.offmap[18]
+    ctrl.close()

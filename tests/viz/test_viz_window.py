@@ -1,0 +1,113 @@
+"""A real window under Xvfb: keys sent with xdotool reach main.py; the screen shows it.
+
+Needs Xvfb, xdotool and ImageMagick (``bash scripts/setup.sh test`` installs them).
+"""
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pygame
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+TOOLS = ("Xvfb", "xdotool", "import")
+missing = [t for t in TOOLS if shutil.which(t) is None]
+pytestmark = pytest.mark.skipif(
+    bool(missing), reason=f"needs {', '.join(missing)} (bash scripts/setup.sh test)"
+)
+
+
+@pytest.fixture
+def display(tmp_path):
+    num = tmp_path / "display.num"
+    with open(num, "w") as out:
+        xvfb = subprocess.Popen(
+            [
+                "Xvfb",
+                "-displayfd",
+                "1",
+                "-screen",
+                "0",
+                "1280x720x24",
+                "-nolisten",
+                "tcp",
+            ],
+            stdout=out,
+            stderr=subprocess.DEVNULL,
+        )
+    deadline = time.time() + 20
+    while time.time() < deadline and not num.read_text().strip():
+        time.sleep(0.05)
+    assert num.read_text().strip(), "Xvfb did not report a display"
+    yield f":{num.read_text().strip()}"
+    xvfb.terminate()
+    xvfb.wait(10)
+
+
+def _x(display, *args, timeout=20):
+    env = dict(os.environ, DISPLAY=display)
+    return subprocess.run(
+        args, env=env, capture_output=True, text=True, timeout=timeout, check=True
+    )
+
+
+def _shot(display, path):
+    _x(display, "import", "-window", "root", str(path))
+    return pygame.image.load(str(path))
+
+
+def test_real_window_takes_keys_and_shows_the_city(display, tmp_path):
+    env = dict(os.environ, DISPLAY=display, SDL_VIDEO_X11_WMCLASS="ev-grid-oracle")
+    env.pop("SDL_VIDEODRIVER", None)
+    app = subprocess.Popen(
+        [sys.executable, "main.py", "--speed", "2"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        wid = _x(
+            display, "xdotool", "search", "--sync", "--classname", "ev-grid-oracle"
+        ).stdout.split()[0]
+        _x(display, "xdotool", "windowfocus", "--sync", wid)
+        time.sleep(1.5)
+        _x(display, "xdotool", "key", "--window", wid, "space")  # pause
+        time.sleep(0.5)
+        before = _shot(display, tmp_path / "before.png")
+        assert before.get_size() == (1280, 720)
+        # The panel background and the map background are where the view puts them.
+        assert tuple(before.get_at((1200, 640)))[:3] == (28, 33, 44)  # panel
+        _x(display, "xdotool", "key", "--window", wid, "h")  # help overlay on
+        time.sleep(0.7)
+        after = _shot(display, tmp_path / "after.png")
+        box = pygame.Rect(230, 220, 400, 280)  # the help box, centred on the map
+        changed = sum(
+            before.get_at((x, y)) != after.get_at((x, y))
+            for x in range(box.left, box.right, 8)
+            for y in range(box.top, box.bottom, 8)
+        )
+        assert changed > 200, changed
+        _x(display, "xdotool", "key", "--window", wid, "s")  # the app's own screenshot
+        time.sleep(0.7)
+        _x(display, "xdotool", "key", "--window", wid, "q")
+        out, err = app.communicate(timeout=20)
+    finally:
+        if app.poll() is None:
+            app.kill()
+            app.wait(10)
+    assert app.returncode == 0, err
+    shots = [
+        ln.split(": ", 1)[1] for ln in out.splitlines() if ln.startswith("screenshot: ")
+    ]
+    assert len(shots) == 1, out
+    try:
+        img = pygame.image.load(shots[0])
+        assert img.get_size() == (1280, 720)
+    finally:
+        Path(shots[0]).unlink(missing_ok=True)
