@@ -1,0 +1,37 @@
+"""Server options, light to import: ``evgrid --help`` must not load OpenEnv."""
+
+from __future__ import annotations
+
+import argparse
+
+DEFAULT_MAX_SESSIONS = 128  # [sessions] 64 GRPO rollouts + reconnects + an evaluator
+DEFAULT_SESSION_TIMEOUT_S = 300.0  # [s] idle time before a session is reaped
+
+
+def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
+    """The serve options, shared by ``python server.py`` and ``evgrid serve``."""
+    parser.add_argument("--host", default="0.0.0.0", help="interface to bind")
+    parser.add_argument("--port", type=int, default=8000, help="TCP port")
+    parser.add_argument(
+        "--max-sessions",
+        type=int,
+        default=None,
+        help=f"concurrent WebSocket sessions (default {DEFAULT_MAX_SESSIONS}, "
+        "or $EVGRID_MAX_SESSIONS)",
+    )
+    parser.add_argument(
+        "--session-timeout",
+        type=float,
+        default=None,
+        help=f"[s] idle time before a session is closed (default "
+        f"{DEFAULT_SESSION_TIMEOUT_S:g}, or $EVGRID_SESSION_TIMEOUT_S)",
+    )
+    parser.add_argument(
+        "--log-level", default="info", help="uvicorn log level (default info)"
+    )
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description="Run the EV Grid OpenEnv server.")
+    add_serve_arguments(parser)
+    return parser.parse_args(argv)

@@ -1,0 +1,201 @@
+"""The OpenEnv ``Environment`` around ``EVGridEnv``: translation only, no world rules.
+
+One instance per WebSocket session. Bad input raises ``EVGridRequestError`` with a
+message that names the problem; the server turns it into an error reply (a 4xx
+over HTTP, an error frame over /ws) and the session's episode is left as it was.
+"""
+
+from __future__ import annotations
+
+import secrets
+from typing import Any
+from uuid import uuid4
+
+from openenv.core.env_server.interfaces import Environment
+from openenv.core.env_server.types import EnvironmentMetadata
+from pydantic import ValidationError
+
+from evgrid_core import (
+    DEFAULT_SCENARIO,
+    SCENARIOS,
+    EpisodeOverError,
+    EVGridEnv,
+    SimConfig,
+    action_contract,
+)
+from evgrid_core.observation import Observation as CoreObservation
+
+from .models import (
+    EVGridAction,
+    EVGridObservation,
+    EVGridResetParams,
+    EVGridState,
+    GridView,
+)
+
+ENV_NAME = "evgrid"
+ENV_VERSION = "0.1.0"
+
+
+class EVGridRequestError(ValueError):
+    """A request the session cannot serve; ``status`` is its HTTP status code."""
+
+    def __init__(self, message: str, status: int = 422) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def describe_errors(exc: ValidationError) -> str:
+    """A pydantic error as one readable line: 'field: problem; field: problem'."""
+    parts = []
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in err.get("loc", ())) or "payload"
+        parts.append(f"{loc}: {err.get('msg', 'invalid')}")
+    return "; ".join(parts)
+
+
+class EVGridEnvironment(Environment[EVGridAction, EVGridObservation, EVGridState]):
+    """Bengaluru EV-charging dispatch as an OpenEnv environment."""
+
+    SUPPORTS_CONCURRENT_SESSIONS = True  # every instance owns its own EVGridEnv
+
+    def __init__(self, config: SimConfig | None = None) -> None:
+        super().__init__()
+        self._env = EVGridEnv(config)
+        self._episode_id: str | None = None
+
+    # --- Episode ----------------------------------------------------------------------
+    def reset(
+        self,
+        seed: int | None = None,
+        episode_id: str | None = None,
+        **kwargs: Any,
+    ) -> EVGridObservation:
+        """Start an episode: ``seed`` (None = random), ``scenario`` (None = default)."""
+        try:
+            params = EVGridResetParams(seed=seed, episode_id=episode_id, **kwargs)
+        except ValidationError as e:
+            raise EVGridRequestError(f"bad reset: {describe_errors(e)}") from None
+        scenario = params.scenario or DEFAULT_SCENARIO
+        seed = params.seed if params.seed is not None else secrets.randbelow(2**31)
+        try:  # the core checks seed and scenario before touching the episode
+            self._env.reset(seed=seed, scenario=scenario)
+        except ValueError as e:
+            raise EVGridRequestError(str(e)) from None
+        self._episode_id = params.episode_id or str(uuid4())
+        return self._observation(None, None)
+
+    def step(
+        self,
+        action: EVGridAction,
+        timeout_s: float | None = None,
+        **kwargs: Any,
+    ) -> EVGridObservation:
+        """Apply one decision; the core parses and judges it."""
+        if not isinstance(action, EVGridAction):
+            raise EVGridRequestError(
+                f"expected an EVGridAction, got {type(action).__name__}"
+            )
+        if self._env.world is None:
+            raise EVGridRequestError(
+                "no episode: send reset first (HTTP POST /step is stateless; "
+                "play episodes over the /ws WebSocket session)",
+                status=409,
+            )
+        if self._env.done:
+            raise EVGridRequestError(
+                f"the episode is over (after {self._env.steps} steps); send reset "
+                "to start another",
+                status=409,
+            )
+        try:
+            result = self._env.step(action.to_line())
+        except EpisodeOverError as e:  # guarded above; kept for safety
+            raise EVGridRequestError(str(e), status=409) from None
+        return self._observation(result.reward, result.info)
+
+    @property
+    def state(self) -> EVGridState:
+        """Scenario, seed, progress, KPIs so far and the whole world state."""
+        env = self._env
+        if env.world is None:
+            return EVGridState(episode_id=None, step_count=0)
+        world = env.state()
+        return EVGridState(
+            episode_id=self._episode_id,
+            step_count=env.steps,
+            scenario=world["scenario"],
+            seed=world["seed"],
+            done=env.done,
+            tick=world["tick"],
+            n_ticks=world["n_ticks"],
+            clock=world["clock"],
+            kpis=world["kpis"],
+            world=world,
+        )
+
+    def get_metadata(self) -> EnvironmentMetadata:
+        scenarios = "; ".join(f"{s.name}: {s.title}" for s in SCENARIOS.values())
+        return EnvironmentMetadata(
+            name=ENV_NAME,
+            description=(
+                "EV Grid Oracle: route arriving EVs to Bengaluru charging stations "
+                "without overloading BESCOM 11 kV feeders. One decision per step, "
+                "as one text line:\n" + action_contract() + "\nScenarios: " + scenarios
+            ),
+            version=ENV_VERSION,
+            author="EV Grid Oracle",
+        )
+
+    # --- Translation ------------------------------------------------------------------
+    def _observation(
+        self, reward: float | None, info: dict[str, Any] | None
+    ) -> EVGridObservation:
+        env = self._env
+        core = env.observation()
+        info = info or {}
+        return EVGridObservation(
+            done=env.done,
+            reward=reward,
+            prompt=env.render_text(),
+            grid=grid_view(core),
+            reward_parts=info.get("reward_parts", {}),
+            valid=info.get("valid"),
+            reason=info.get("reason", ""),
+            action=info.get("action"),
+            ev=info.get("ev"),
+            tick=core.tick,
+        )
+
+
+def grid_view(obs: CoreObservation) -> GridView:
+    """The core's observation as plain JSON-able data."""
+    r = obs.request
+    return GridView(
+        tick=obs.tick,
+        n_ticks=obs.n_ticks,
+        clock=obs.clock,
+        tariff_inr=float(obs.tariff_inr),
+        renewable_share=float(obs.renewable_share),
+        request=None
+        if r is None
+        else {f: getattr(r, f) for f in r.__dataclass_fields__},
+        pending=obs.pending,
+        travel_min=obs.travel_min.tolist(),
+        road_km=obs.road_km.tolist(),
+        route_mask=obs.route_mask.tolist(),
+        defer_options=list(obs.defer_options),
+        plugs=obs.plugs.tolist(),
+        busy=obs.busy.tolist(),
+        queue=obs.queue.tolist(),
+        open=obs.open.tolist(),
+        cap_kw=obs.cap_kw.tolist(),
+        station_kw=obs.station_kw.tolist(),
+        shifted=obs.shifted.tolist(),
+        feeder_of=obs.feeder_of.tolist(),
+        feeder_util=obs.feeder_util.tolist(),
+        feeder_capacity_kw=obs.feeder_capacity_kw.tolist(),
+        feeder_forecast=obs.feeder_forecast.tolist(),
+        load_shifts_left=obs.load_shifts_left,
+        station_names=list(obs.station_names),
+    )

@@ -1,0 +1,288 @@
+"""Wire types: what travels between an OpenEnv client and the EV Grid server.
+
+Strict pydantic models (``extra="forbid"``, a description on every field). They
+only carry data; every rule of the world (what is a valid action, what a step
+pays) stays in ``evgrid_core``.
+
+An action is either one text line exactly as an LLM writes it (``text``) or the
+same decision in typed fields (``command`` plus its fields). Both end up as one
+line given to the core's parser, so a typed action and its text form are judged
+identically: a malformed or impossible action is an invalid step (the EV is
+stranded and a penalty is paid), not a transport error. Only a payload that is
+not an action at all (unknown field, wrong JSON type, both or neither forms) is
+refused with a validation error.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from openenv.core.env_server.types import Action, Observation, State
+from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
+from pydantic_core import PydanticCustomError
+
+from evgrid_core import KPI_UNITS, REWARD_KEYS, ChargerKind
+
+# --- Action -------------------------------------------------------------------------
+
+# The typed fields each command takes, in the order of its text line.
+COMMAND_FIELDS: dict[str, tuple[str, ...]] = {
+    "ROUTE": ("ev", "station", "charger"),
+    "DEFER": ("ev", "minutes"),
+    "LOAD_SHIFT": ("station", "cap_pct", "minutes"),
+}
+_TYPED_FIELDS = ("ev", "station", "charger", "minutes", "cap_pct")
+
+
+class EVGridAction(Action):
+    """One decision: ``text`` (an LLM's line) or ``command`` with its typed fields."""
+
+    text: str | None = Field(
+        default=None,
+        description="One action line as an LLM writes it, e.g. 'ROUTE E17 S5 FAST', "
+        "'DEFER E17 15' or 'LOAD_SHIFT S5 50 30'. Parsed by the core's parser; text "
+        "that does not parse is an invalid action (EV stranded, penalty). Give either "
+        "text or command, not both.",
+    )
+    command: Literal["ROUTE", "DEFER", "LOAD_SHIFT"] | None = Field(
+        default=None,
+        description="Typed form: ROUTE needs ev, station, charger; DEFER needs ev, "
+        "minutes; LOAD_SHIFT needs station, cap_pct, minutes.",
+    )
+    ev: int | None = Field(
+        default=None,
+        strict=True,
+        description="EV id (the n of E<n>): the request being decided.",
+    )
+    station: int | None = Field(
+        default=None, strict=True, description="Station id (the n of S<n>), 1-based."
+    )
+    charger: Literal["SLOW", "FAST", "ULTRA"] | None = Field(
+        default=None,
+        description="Charger kind for ROUTE: SLOW 7 kW AC, FAST 30 kW DC, "
+        "ULTRA 150 kW DC.",
+    )
+    minutes: int | None = Field(
+        default=None,
+        strict=True,
+        description="[min] DEFER wait (5,10,15,20,30,45,60) or LOAD_SHIFT duration "
+        "(15,30,45,60).",
+    )
+    cap_pct: int | None = Field(
+        default=None,
+        strict=True,
+        description="[%] LOAD_SHIFT cap as a share of the station's limit (25,50,75).",
+    )
+
+    @model_validator(mode="after")
+    def _one_form(self) -> EVGridAction:
+        given = [f for f in _TYPED_FIELDS if getattr(self, f) is not None]
+        if self.text is not None:
+            if self.command is not None or given:
+                extra = ", ".join(["command", *given] if self.command else given)
+                raise _form_error(
+                    f"give either text or the typed fields, not both (got text and "
+                    f"{extra})"
+                )
+            return self
+        if self.command is None:
+            raise _form_error(
+                "an action needs either 'text' (one action line) or 'command' with "
+                "its fields"
+            )
+        wanted = COMMAND_FIELDS[self.command]
+        missing = [f for f in wanted if getattr(self, f) is None]
+        foreign = [f for f in given if f not in wanted]
+        if missing or foreign:
+            problems = []
+            if missing:
+                problems.append(f"missing {', '.join(missing)}")
+            if foreign:
+                problems.append(f"{', '.join(foreign)} not used by {self.command}")
+            raise _form_error(
+                f"{self.command} takes {', '.join(wanted)}: {'; '.join(problems)}"
+            )
+        return self
+
+    def to_line(self) -> str:
+        """The action as one text line, for the core's parser."""
+        if self.text is not None:
+            return self.text
+        if self.command == "ROUTE":
+            return f"ROUTE E{self.ev} S{self.station} {self.charger}"
+        if self.command == "DEFER":
+            return f"DEFER E{self.ev} {self.minutes}"
+        return f"LOAD_SHIFT S{self.station} {self.cap_pct} {self.minutes}"
+
+
+def _form_error(message: str) -> PydanticCustomError:
+    # Not ValueError: its error context holds the exception object, which OpenEnv's
+    # HTTP 422 reply cannot serialise (a 500 instead of a 422).
+    return PydanticCustomError("action_form", message)
+
+
+assert tuple(k.name for k in ChargerKind) == ("SLOW", "FAST", "ULTRA")
+
+# --- Observation --------------------------------------------------------------------
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class EVRequestView(_Strict):
+    """The EV whose request is being decided (the core's ``EVRequest``)."""
+
+    id: int = Field(description="EV id: write it as E<id> in an action.")
+    klass: str = Field(description="Vehicle class: car, 3w or cab.")
+    node: str = Field(description="Locality where the EV is now.")
+    battery_kwh: float = Field(description="[kWh] battery capacity.")
+    soc: float = Field(description="[0-1] state of charge now.")
+    target: float = Field(description="[0-1] state of charge it wants to reach.")
+    max_ac_kw: float = Field(description="[kW] highest AC power it accepts.")
+    max_dc_kw: float = Field(description="[kW] highest DC power; 0 = no DC inlet.")
+    range_km: float = Field(description="[km] it can still drive.")
+    waited_min: float = Field(description="[min] since its first request.")
+    defers: int = Field(description="Times it has been deferred already.")
+    critical: bool = Field(description="Must plug in by a deadline.")
+    deadline_in_min: float | None = Field(
+        description="[min] left to plug in (critical EVs only, else null)."
+    )
+    patience_left_min: float = Field(description="[min] before it gives up.")
+
+
+class GridView(_Strict):
+    """The structured observation (the core's ``Observation``); S=25, F=6."""
+
+    tick: int = Field(description="Tick of the episode (5 min each).")
+    n_ticks: int = Field(description="Ticks in the episode.")
+    clock: str = Field(description="Clock time HH:MM.")
+    tariff_inr: float = Field(description="[INR/kWh] energy tariff now.")
+    renewable_share: float = Field(description="[0-1] renewable share of supply now.")
+    request: EVRequestView | None = Field(
+        description="The request to decide; null once the episode is over."
+    )
+    pending: int = Field(description="Requests due now, this one included.")
+    travel_min: list[float] = Field(
+        description="(S,) [min] drive from the request's locality to each station."
+    )
+    road_km: list[float] = Field(description="(S,) [km] road distance to each station.")
+    route_mask: list[list[bool]] = Field(
+        description="(S,3) valid ROUTE targets per station and kind SLOW,FAST,ULTRA."
+    )
+    defer_options: list[int] = Field(description="[min] DEFER values valid now.")
+    plugs: list[list[int]] = Field(description="(S,3) plugs per station and kind.")
+    busy: list[list[int]] = Field(description="(S,3) plugs in use.")
+    queue: list[list[int]] = Field(description="(S,3) EVs queued.")
+    open: list[bool] = Field(description="(S,) station open now.")
+    cap_kw: list[float] = Field(
+        description="(S,) [kW] station power limit now (the cap when load-shifted)."
+    )
+    station_kw: list[float] = Field(description="(S,) [kW] mean power last tick.")
+    shifted: list[bool] = Field(description="(S,) under a LOAD_SHIFT cap.")
+    feeder_of: list[int] = Field(description="(S,) feeder index, 0-based.")
+    feeder_util: list[float] = Field(description="(F,) [0-1] utilisation last tick.")
+    feeder_capacity_kw: list[float] = Field(description="(F,) [kW] usable now.")
+    feeder_forecast: list[float] = Field(
+        description="(F,) [0-1] peak utilisation expected in the next 30 min."
+    )
+    load_shifts_left: int = Field(description="LOAD_SHIFTs still allowed this tick.")
+    station_names: list[str] = Field(description="(S,) station names.")
+
+
+RewardParts = create_model(
+    "RewardParts",
+    __config__=ConfigDict(extra="forbid"),
+    __doc__="The step's reward broken into its weighted parts; they sum to reward.",
+    **{
+        key: (float, Field(default=0.0, description=f"Weighted '{key}' part (<= 0)."))
+        for key in REWARD_KEYS
+    },
+)
+
+
+class EVGridObservation(Observation):
+    """What the agent gets after reset and after each step."""
+
+    prompt: str = Field(
+        default="",
+        description="The compact text observation an LLM reads (about 300 tokens).",
+    )
+    grid: GridView | None = Field(
+        default=None, description="The same observation, structured."
+    )
+    reward_parts: RewardParts = Field(  # type: ignore[valid-type]
+        default_factory=RewardParts,
+        description="Breakdown of the last step's reward (all 0 after reset).",
+    )
+    valid: bool | None = Field(
+        default=None,
+        description="Whether the last action was valid (null after reset).",
+    )
+    reason: str = Field(
+        default="", description="Why the last action was invalid ('' when valid)."
+    )
+    action: str | None = Field(
+        default=None, description="The last action as a text line (null after reset)."
+    )
+    ev: int | None = Field(
+        default=None, description="The EV the last step decided (null after reset)."
+    )
+    tick: int = Field(default=0, description="Tick after the last step.")
+
+
+# --- State --------------------------------------------------------------------------
+
+KPIs = create_model(
+    "KPIs",
+    __config__=ConfigDict(extra="forbid"),
+    __doc__="The episode's KPIs so far (final once done).",
+    **{
+        key: (float, Field(default=0.0, description=f"[{unit or 'reward'}] {key}."))
+        for key, unit in KPI_UNITS.items()
+    },
+)
+
+
+class EVGridState(State):
+    """The session's episode: scenario, seed, progress, KPIs and the whole world."""
+
+    model_config = ConfigDict(
+        extra="forbid", validate_assignment=True, arbitrary_types_allowed=True
+    )
+
+    scenario: str | None = Field(
+        default=None, description="Scenario name (null before the first reset)."
+    )
+    seed: int | None = Field(default=None, description="Seed of the episode.")
+    done: bool = Field(default=False, description="Whether the episode has ended.")
+    tick: int = Field(default=0, description="Current tick.")
+    n_ticks: int = Field(default=0, description="Ticks in the episode.")
+    clock: str = Field(default="", description="Clock time HH:MM.")
+    kpis: KPIs | None = Field(  # type: ignore[valid-type]
+        default=None, description="KPIs so far (null before the first reset)."
+    )
+    world: dict[str, Any] = Field(
+        default_factory=dict,
+        description="The whole simulator state (EVGridEnv.state()): stations, "
+        "feeders, EVs, signals.",
+    )
+
+
+class EVGridResetParams(_Strict):
+    """What ``reset`` accepts besides OpenEnv's own fields."""
+
+    seed: int | None = Field(
+        default=None,
+        strict=True,
+        ge=0,
+        le=2**63 - 1,
+        description="Non-negative seed; omitted = a random one (reported in state).",
+    )
+    scenario: str | None = Field(
+        default=None,
+        description="Scenario name (see /metadata); omitted = evening_peak.",
+    )
+    episode_id: str | None = Field(
+        default=None, max_length=255, description="Your id for the episode."
+    )
