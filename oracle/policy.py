@@ -1,0 +1,219 @@
+"""``GGUFPolicy``: the Oracle as a policy, a GGUF model run by llama-cpp-python.
+
+Each decision: build the ChatML prompt (``oracle.prompt``), decode under the
+per-step grammar (``oracle.grammar.step_grammar``) with ``max_tokens`` sized for the
+longest action, check the line against the actions valid now, and answer it. The
+system turn is the same every step, so llama.cpp reuses its KV cache and only the
+observation is read anew. If the model fails (an error, or a line that is not a
+valid action, possible only without the grammar) a named heuristic decides instead
+and the reason is logged. ``last_debug`` tells a viewer what happened.
+
+Registered with the core as ``"oracle"``:
+``make_policy("oracle", model_path="model.gguf")``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from evgrid_core import Action, Observation, format_action
+from evgrid_core.policies import Policy, make_policy, register_policy
+
+from .grammar import allowed_actions, max_answer_tokens, step_grammar
+from .prompt import DEFAULT_MAX_STATIONS, IM_END, build_prompt
+
+log = logging.getLogger(__name__)
+INSTALL_HINT = (
+    "the Oracle needs llama-cpp-python: "
+    'CMAKE_ARGS="-DGGML_NATIVE=OFF" python3 -m pip install llama-cpp-python==0.3.36 '
+    "(or: pip install -e .[oracle])"
+)
+
+
+def load_llama(model_path: str | Path, *, n_ctx: int, threads: int, verbose: bool):
+    """Open a GGUF with llama-cpp-python (imported here: it is an optional extra)."""
+    try:
+        from llama_cpp import Llama
+    except ImportError as e:
+        raise ImportError(INSTALL_HINT) from e
+    path = Path(model_path)
+    if not path.is_file():
+        raise ValueError(f"no GGUF model at {path}")
+    return Llama(
+        model_path=str(path),
+        n_ctx=n_ctx,
+        n_threads=threads,
+        n_threads_batch=threads,
+        n_batch=512,
+        seed=0,
+        verbose=verbose,
+    )
+
+
+def _text(action: Action | str) -> str:
+    return action if isinstance(action, str) else format_action(action)
+
+
+class GGUFPolicy:
+    """An LLM policy: a GGUF chat model (Qwen2.5-Instruct or any ChatML model)."""
+
+    name = "oracle"
+
+    def __init__(
+        self,
+        model_path: str | Path | None = None,
+        *,
+        use_grammar: bool = True,
+        fallback: str | None = "greedy_eta",
+        load_shift: bool = True,
+        max_stations: int = DEFAULT_MAX_STATIONS,
+        temperature: float = 0.0,
+        n_ctx: int = 2048,
+        threads: int | None = None,
+        verbose: bool = False,
+        llama: Any = None,
+    ) -> None:
+        """Load ``model_path`` (or use an already open ``llama``).
+
+        ``fallback``: the heuristic that decides when the model fails (``None``:
+        answer the model's line as it is, to measure its raw validity).
+        ``load_shift=False`` keeps LOAD_SHIFT out of the grammar.
+        """
+        if llama is None:
+            model_path = model_path or os.environ.get("EVGRID_ORACLE_MODEL")
+            if not model_path:
+                raise ValueError(
+                    "the oracle policy needs a GGUF model: --model PATH "
+                    "(or EVGRID_ORACLE_MODEL)"
+                )
+            llama = load_llama(
+                model_path,
+                n_ctx=n_ctx,
+                threads=threads or os.cpu_count() or 1,
+                verbose=verbose,
+            )
+        self.llm = llama
+        self.model_path = str(model_path) if model_path else None
+        self.use_grammar = use_grammar
+        self.load_shift = load_shift
+        self.max_stations = max_stations
+        self.temperature = temperature
+        self.max_tokens = max_answer_tokens()
+        self.fallback_name = fallback
+        self.fallback: Policy | None = make_policy(fallback) if fallback else None
+        self.latencies_ms: list[float] = []
+        self.decisions = 0
+        self.fallbacks = 0
+        self.seed = 0
+        self.last_debug: dict[str, Any] = {}
+        self._lock = threading.Lock()
+
+    # --- Policy protocol -------------------------------------------------------------
+    def reset(self, seed: int) -> None:
+        self.seed = int(seed)
+        self.decisions = 0
+        if self.fallback is not None:
+            self.fallback.reset(seed)
+
+    def act(self, obs: Observation) -> str:
+        """One decision as an action line (thread-safe; one decode at a time)."""
+        with self._lock:
+            return self._act(obs)
+
+    # --- Decision ----------------------------------------------------------------------
+    def _act(self, obs: Observation) -> str:
+        start = time.perf_counter()
+        self.decisions += 1
+        debug: dict[str, Any] = {
+            "raw": "",
+            "source": "fallback",
+            "latency_ms": 0.0,
+            "prompt_tokens": 0,
+            "reason": "",
+        }
+        allowed = allowed_actions(obs)
+        grammar = None
+        if obs.request is None or obs.done:
+            debug["reason"] = "no request to decide"
+        elif not allowed:
+            debug["reason"] = "no valid action exists for this request"
+        else:
+            try:
+                if self.use_grammar:
+                    from llama_cpp import LlamaGrammar
+
+                    text = step_grammar(obs, load_shift=self.load_shift)
+                    assert text is not None  # allowed is not empty
+                    grammar = LlamaGrammar.from_string(text, verbose=False)
+                out = self.llm.create_completion(
+                    build_prompt(obs, self.max_stations),
+                    max_tokens=self.max_tokens,
+                    temperature=self.temperature,
+                    top_k=0 if self.temperature > 0 else 40,
+                    top_p=1.0,
+                    min_p=0.0,
+                    repeat_penalty=1.0,
+                    stop=[IM_END, "\n"],
+                    grammar=grammar,
+                    seed=(self.seed * 100_003 + self.decisions) % 2**31,
+                )
+                debug["raw"] = out["choices"][0]["text"]
+                debug["prompt_tokens"] = int(out["usage"]["prompt_tokens"])
+                line = debug["raw"].strip()
+                if line in allowed or (self.fallback is None and line):
+                    debug["source"] = "grammar" if grammar is not None else "model"
+                else:
+                    debug["reason"] = f"model answered {line[:60]!r}: not valid now"
+            except Exception as e:  # noqa: BLE001 - any model failure falls back
+                debug["reason"] = f"model error: {type(e).__name__}: {e}"
+        if debug["source"] == "fallback":
+            action = self._fallback_action(obs, debug)
+        else:
+            action = debug["raw"].strip()
+        debug["action"] = action
+        debug["latency_ms"] = (time.perf_counter() - start) * 1000.0
+        self.latencies_ms.append(debug["latency_ms"])
+        self.last_debug = debug
+        return action
+
+    def _fallback_action(self, obs: Observation, debug: dict[str, Any]) -> str:
+        if self.fallback is None:
+            return debug["raw"].strip()
+        self.fallbacks += 1
+        if obs.request is not None:
+            log.warning(
+                "oracle: %s decides E%d instead: %s",
+                self.fallback_name,
+                obs.request.id,
+                debug["reason"],
+            )
+        return _text(self.fallback.act(obs))
+
+    # --- Figures -----------------------------------------------------------------------
+    def latency_summary(self) -> dict[str, float]:
+        """Decisions so far: count, mean, p50 and p95 latency [ms], decisions/s."""
+        lat = np.asarray(self.latencies_ms, dtype=float)
+        if lat.size == 0:
+            return {"decisions": 0}
+        return {
+            "decisions": int(lat.size),
+            "mean_ms": float(lat.mean()),
+            "p50_ms": float(np.percentile(lat, 50)),
+            "p95_ms": float(np.percentile(lat, 95)),
+            "decisions_per_s": float(1000.0 / lat.mean()),
+            "fallbacks": self.fallbacks,
+        }
+
+
+register_policy(
+    "oracle",
+    GGUFPolicy,
+    "LLM Oracle: a GGUF chat model under the action grammar (needs --model PATH)",
+)
