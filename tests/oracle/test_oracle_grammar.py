@@ -237,7 +237,7 @@ def test_step_grammar_without_load_shift_and_at_the_end() -> None:
 
 
 def test_llama_cpp_reads_step_grammars(tiny_llama) -> None:
-    for env, obs in observations("heatwave", seed=2, limit=3):
+    for _env, obs in observations("heatwave", seed=2, limit=3):
         text = step_grammar(obs)
         allowed = allowed_actions(obs)
         assert grammar_accepts(tiny_llama, text, allowed[0])
