@@ -37,17 +37,17 @@ def route_problem(w: World, ev: int, station: int, kind: int) -> str | None:
     if not 1 <= station <= n:
         return f"no station S{station} (stations are S1..S{n})"
     s = station - 1
-    name = ChargerKind(kind).name
-    if w.tables.plugs[s, kind] == 0:
-        return f"S{station} has no {name} charger"
-    if kind == ChargerKind.SLOW and not w.ac_ok[ev]:
+    if w.tables.plugs_rows[s][kind] == 0:
+        return f"S{station} has no {ChargerKind(kind).name} charger"
+    if kind == 0 and not w.ac_ok[ev]:
         return f"E{ev + 1} cannot take AC charging"
-    if kind != ChargerKind.SLOW and not w.dc_ok[ev]:
-        return f"E{ev + 1} has no DC inlet; {name} is DC"
-    km = float(w.tables.city.road_km[w.node[ev], s])
-    if km > w.range_km(ev):
-        return f"S{station} is {km:.1f} km away, beyond E{ev + 1}'s {w.range_km(ev):.1f} km range"
-    minutes = float(w.travel_minutes(ev)[s])
+    if kind != 0 and not w.dc_ok[ev]:
+        return f"E{ev + 1} has no DC inlet; {ChargerKind(kind).name} is DC"
+    km = w.tables.road_km_rows[w.node_list[ev]][s]
+    reach = w.range_km(ev)
+    if km > reach:
+        return f"S{station} is {km:.1f} km away, beyond E{ev + 1}'s {reach:.1f} km range"
+    minutes = w.travel_minutes_to(ev, s)
     if minutes > w.config.max_travel_minutes:
         return f"S{station} is {minutes:.0f} min away (limit {w.config.max_travel_minutes:.0f})"
     arrive = w.tick + w.travel_ticks(minutes)
@@ -85,7 +85,7 @@ def route_mask(w: World) -> np.ndarray:
     if w.finished or not w.pending:
         return np.zeros((S, 3), dtype=bool)
     ev = w.pending[0]
-    kinds = np.array([bool(w.ac_ok[ev]), bool(w.dc_ok[ev]), bool(w.dc_ok[ev])])
+    kinds = np.array([w.ac_ok[ev], w.dc_ok[ev], w.dc_ok[ev]])
     mask = (w.tables.plugs > 0) & kinds[None, :]
     minutes = w.travel_minutes(ev)
     reach = (w.tables.city.road_km[w.node[ev]] <= w.range_km(ev)) & (

@@ -50,6 +50,11 @@ class ScenarioTables:
     feeder_of: np.ndarray  # (S,) feeder index
     limit_kw: np.ndarray  # (S,) [kW]
     plugs: np.ndarray  # (S, 3)
+    # Python-list views of the same numbers, for scalar look-ups on the hot path.
+    road_km_rows: list[list[float]]  # [node][station] [km]
+    speed_list: list[float]  # [tick] [km/h]
+    open_rows: list[list[bool]]  # [tick][station]
+    plugs_rows: list[list[int]]  # [station][kind]
 
 
 @cache
@@ -81,6 +86,10 @@ def _tables(sc: Scenario, tick_minutes: int) -> ScenarioTables:
         feeder_of=np.array([st.feeder for st in city.stations]),
         limit_kw=np.array([st.limit_kw for st in city.stations]),
         plugs=np.array([st.plugs for st in city.stations]),
+        road_km_rows=city.road_km.tolist(),
+        speed_list=(np.array([road_speed_kmh(m) for m in mod]) * sc.speed_scale).tolist(),
+        open_rows=is_open.tolist(),
+        plugs_rows=[list(st.plugs) for st in city.stations],
     )
 
 
@@ -129,8 +138,11 @@ class World:
         self.energy_kwh = np.zeros(n)  # [kWh] grid energy delivered
         self.deadline_minute = a.minute + a.deadline_min
         self.patience_minute = a.minute + a.patience_min
-        self.ac_ok = a.max_ac_kw > 0
-        self.dc_ok = a.max_dc_kw > 0
+        self.ac_ok = (a.max_ac_kw > 0).tolist()
+        self.dc_ok = (a.max_dc_kw > 0).tolist()
+        self.node_list = a.node.tolist()
+        self.km_per_kwh_list = a.km_per_kwh.tolist()
+        self.battery_list = a.battery_kwh.tolist()
         # Scheduling
         self.arrivals_at: dict[int, list[int]] = {}
         for i, t in enumerate(a.tick.tolist()):
@@ -142,7 +154,9 @@ class World:
         # Stations
         self.busy = np.zeros((S, 3), dtype=np.int64)
         self.queues: list[list[list[int]]] = [[[], [], []] for _ in range(S)]
+        self.nonempty: set[tuple[int, int]] = set()  # (station, kind) with a queue
         self.charging: list[int] = []
+        self._sessions: tuple[np.ndarray, ...] | None = None  # cached arrays of self.charging
         self.shift_until = np.zeros(S, dtype=np.int64)
         self.shift_cap_kw = tables.limit_kw.copy()
         self.shifts_this_tick = 0
@@ -180,7 +194,7 @@ class World:
 
     def station_open(self, s: int, tick: int | None = None) -> bool:
         t = self._t() if tick is None else tick
-        return t < self.n_ticks and bool(self.tables.station_open[t, s])
+        return t < self.n_ticks and self.tables.open_rows[t][s]
 
     def cap_kw(self, s: int) -> float:
         """The station's power limit now: its connection limit or a LOAD_SHIFT cap."""
@@ -193,31 +207,32 @@ class World:
     # --- Travel ------------------------------------------------------------------------
     def travel_minutes(self, ev: int) -> np.ndarray:
         """Drive time [min] from the EV's locality to every station, at today's speed."""
-        return (
-            self.tables.city.road_km[self.node[ev]]
-            / self.tables.speed[self._t()]
-            * 60.0
-        )
+        return self.tables.city.road_km[self.node[ev]] / self.tables.speed[self._t()] * 60.0
+
+    def travel_minutes_to(self, ev: int, s: int) -> float:
+        """Drive time [min] from the EV's locality to station index ``s``."""
+        return self.tables.road_km_rows[self.node_list[ev]][s] / self.tables.speed_list[self._t()] * 60.0
 
     def travel_ticks(self, minutes: float) -> int:
         return max(1, math.ceil(minutes / self.config.tick_minutes - 1e-9))
 
     def range_km(self, ev: int) -> float:
-        return float(self.soc[ev] * self.battery[ev] * self.km_per_kwh[ev])
+        return float(self.soc[ev]) * self.battery_list[ev] * self.km_per_kwh_list[ev]
 
     # --- Decisions ------------------------------------------------------------------------
     def route(self, ev: int, station: int, kind: int, parts: dict[str, float]) -> None:
         s = station - 1
-        km = float(self.tables.city.road_km[self.node[ev], s])
-        ticks = self.travel_ticks(float(self.travel_minutes(ev)[s]))
+        km = self.tables.road_km_rows[self.node_list[ev]][s]
+        ticks = self.travel_ticks(self.travel_minutes_to(ev, s))
+        tm = self.config.tick_minutes
         self.pending.pop(0)
         self.status[ev] = TRAVELING
         self.station[ev], self.kind[ev] = s, kind
-        self.soc[ev] -= km / self.km_per_kwh[ev] / self.battery[ev]
+        self.soc[ev] -= km / self.km_per_kwh_list[ev] / self.battery_list[ev]
         self.depart_minute[ev] = self.minute
-        self.arrive_minute[ev] = self.minute + ticks * self.config.tick_minutes
+        self.arrive_minute[ev] = self.minute + ticks * tm
         self.reach_at.setdefault(self.tick + ticks, []).append(ev)
-        parts["wait"] -= self.config.weights.wait * ticks * self.config.tick_minutes
+        parts["wait"] -= self.config.weights.wait * ticks * tm
 
     def defer(self, ev: int, minutes: int, parts: dict[str, float]) -> None:
         w = self.config.weights
@@ -285,16 +300,21 @@ class World:
         tables = self.tables
         # EVs reach their stations and queue; free plugs are filled first come, first served.
         for ev in self.reach_at.pop(t, ()):
-            self.status[ev] = 4  # QUEUED
-            self.queues[self.station[ev]][self.kind[ev]].append(ev)
+            s, k = int(self.station[ev]), int(self.kind[ev])
+            self.status[ev] = QUEUED
+            self.queues[s][k].append(ev)
+            self.nonempty.add((s, k))
             kpis.arrived_at_station += 1
         open_now = tables.station_open[t]
-        for s, per_kind in enumerate(self.queues):
-            if not open_now[s]:
+        open_row = tables.open_rows[t]
+        for s, k in sorted(self.nonempty):
+            if not open_row[s]:
                 continue
-            for k, q in enumerate(per_kind):
-                while q and self.busy[s, k] < tables.plugs[s, k]:
-                    self._plug_in(q.pop(0), s, k, now, kpis)
+            q = self.queues[s][k]
+            while q and self.busy[s, k] < tables.plugs_rows[s][k]:
+                self._plug_in(q.pop(0), s, k, now, kpis)
+            if not q:
+                self.nonempty.discard((s, k))
         # Charging.
         if self.charging:
             self._charge(t, open_now, parts, kpis)
@@ -320,15 +340,15 @@ class World:
         # Waiting in queues; patience and deadlines run out at the end of the tick.
         end = now + tm
         queued = 0
-        for per_kind in self.queues:
-            for q in per_kind:
-                if not q:
-                    continue
-                queued += len(q)
-                gone = [ev for ev in q if self.patience_minute[ev] < end]
-                for ev in gone:
-                    q.remove(ev)
-                    self.strand(ev, parts, kpis)
+        for s, k in sorted(self.nonempty):
+            q = self.queues[s][k]
+            queued += len(q)
+            gone = [ev for ev in q if self.patience_minute[ev] < end]
+            for ev in gone:
+                q.remove(ev)
+                self.strand(ev, parts, kpis)
+            if not q:
+                self.nonempty.discard((s, k))
         parts["wait"] -= w.wait * tm * queued
         for ev in sorted(self.waiting_critical):
             if self.deadline_minute[ev] < end:
@@ -341,6 +361,7 @@ class World:
         self.status[ev] = CHARGING
         self.busy[s, k] += 1
         self.charging.append(ev)
+        self._sessions = None
         vehicle_kw = (
             self.arrivals.max_ac_kw[ev] if k == 0 else self.arrivals.max_dc_kw[ev]
         )
@@ -358,30 +379,25 @@ class World:
         self, t: int, open_now: np.ndarray, parts: dict[str, float], kpis
     ) -> None:  # noqa: ANN001
         cfg, w, tables = self.config, self.config.weights, self.tables
-        ids = np.array(self.charging)
-        st = self.station[ids]
+        if self._sessions is None:  # rebuilt only when a session starts or ends
+            ids = np.array(self.charging)
+            self._sessions = (ids, self.station[ids], self.taper_start[ids], self.plug_kw[ids],
+                              self.battery[ids], self.target[ids])  # fmt: skip
+        ids, st, ts, plug_kw, battery, target = self._sessions
         soc = self.soc[ids]
-        ts = self.taper_start[ids]
         floor = cfg.taper_floor
         taper = np.where(soc > ts, 1.0 - (1.0 - floor) * (soc - ts) / (1.0 - ts), 1.0)
-        power = self.plug_kw[ids] * np.clip(taper, floor, 1.0)
+        power = plug_kw * np.clip(taper, floor, 1.0)
         S = len(tables.limit_kw)
         demand = np.bincount(st, weights=power, minlength=S)
-        limit = (
-            np.where(self.shift_until > t, self.shift_cap_kw, tables.limit_kw)
-            * open_now
-        )
-        scale = np.where(demand > limit, limit / np.maximum(demand, 1e-12), 1.0)
-        power = power * scale[st]
-        battery = self.battery[ids]
-        need = np.maximum(
-            0.0, (self.target[ids] - soc) * battery / cfg.charge_efficiency
-        )
+        limit = np.where(self.shift_until > t, self.shift_cap_kw, tables.limit_kw) * open_now
+        if (demand > limit).any():
+            scale = np.where(demand > limit, limit / np.maximum(demand, 1e-12), 1.0)
+            power = power * scale[st]
+        need = np.maximum(0.0, (target - soc) * battery / cfg.charge_efficiency)
         energy = np.minimum(power * self.dt_h, need)  # [kWh] grid side
         done = energy >= need - 1e-9
-        self.soc[ids] = np.where(
-            done, self.target[ids], soc + energy * cfg.charge_efficiency / battery
-        )
+        self.soc[ids] = np.where(done, target, soc + energy * cfg.charge_efficiency / battery)
         self.energy_kwh[ids] += energy
         self.station_kw = np.bincount(st, weights=energy, minlength=S) / self.dt_h
         self.feeder_ev_kw = np.bincount(
@@ -394,9 +410,10 @@ class World:
         parts["renewable"] -= w.renewable * fossil
         kpis.on_energy(total, total - fossil, cost)
         if done.any():
+            self._sessions = None
             for ev in ids[done].tolist():
                 self.charging.remove(ev)
-                self.status[ev] = 6  # SERVED
+                self.status[ev] = SERVED
                 self.busy[self.station[ev], self.kind[ev]] -= 1
                 kpis.served += 1
 
