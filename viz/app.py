@@ -58,6 +58,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=None,
         help="stop after N ticks (recording: default the whole episode)",
     )
+    p.add_argument(
+        "--start-tick",
+        type=int,
+        default=0,
+        help="recording: decide the first N ticks without filming them",
+    )
     p.add_argument("--fps", type=int, default=30, help="video frames per second")
     p.add_argument(
         "--frames-per-tick", type=int, default=10, help="video frames per 5-minute tick"
@@ -85,6 +91,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args.size = (w, h)
     if args.frames_per_tick < 1 or args.fps < 1:
         p.error("--fps and --frames-per-tick must be >= 1")
+    if args.start_tick < 0:
+        p.error("--start-tick must be >= 0")
     if args.ticks is not None and args.ticks < 1:
         p.error("--ticks must be >= 1")
     return args
@@ -164,19 +172,21 @@ def record(ctrl, args: argparse.Namespace) -> int:  # noqa: ANN001
     screen = pygame.display.set_mode(args.size)
     ctrl.manual = False
     view = CityView(ctrl, args.size)
-    n_ticks = (
-        ctrl.env.scenario.n_ticks
-        if args.ticks is None
-        else min(args.ticks, ctrl.env.scenario.n_ticks)
-    )
+    total = ctrl.env.scenario.n_ticks
+    first = min(args.start_tick, total - 1)
+    n_ticks = total - first if args.ticks is None else min(args.ticks, total - first)
     n_frames = n_ticks * args.frames_per_tick
     sub = ctrl.tick_minutes / args.frames_per_tick
+    while not ctrl.done and ctrl.env_minute < first * ctrl.tick_minutes:
+        ctrl.display_minute = ctrl.env_minute  # decide, unfilmed, up to the start
+        ctrl.poll(block=True)
+    offset = first * args.frames_per_tick
     path = _record_path(ctrl, args.record)
     rec = Recorder(path, args.size, fps=args.fps)
     view.flags.recording = True
     try:
         for k in tqdm(range(n_frames), desc="recording", unit="frame", file=sys.stderr):
-            ctrl.display_minute = k * sub
+            ctrl.display_minute = (offset + k) * sub
             ctrl.poll(block=True)
             view.render(screen)
             rec.add(screen)

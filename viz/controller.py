@@ -123,6 +123,7 @@ class Controller:
         self.display_minute = self.env_minute
         self.decisions.clear()
         self.recent.clear()
+        self.feeder_history: list[tuple[float, tuple[float, ...]]] = []
         self._step_once = False
         self.refresh()
 
@@ -130,6 +131,10 @@ class Controller:
         """Snapshot the core's state (after each step); drawing reads only this."""
         self.state = self.env.state()
         self.obs = self.env.observation()
+        minute = float(self.state["tick"] * self.tick_minutes)
+        if not self.feeder_history or self.feeder_history[-1][0] != minute:
+            utils = tuple(f["utilisation"] for f in self.state["feeders"])
+            self.feeder_history.append((minute, utils))
 
     @property
     def env_minute(self) -> float:

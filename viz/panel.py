@@ -121,8 +121,37 @@ class Panel:
         y += 12
         y = self._feeders(surf, ctrl, x, y, w)
         y = self._decisions(surf, ctrl, x, y + 4, w)
-        self._kpis(surf, st["kpis"], x, y + 4, w)
-        self._legend(surf, x, r.bottom - 58, w)
+        y = self._kpis(surf, st["kpis"], x, y + 4, w)
+        legend_y = r.bottom - 58
+        if legend_y - y > 70:
+            self._history(surf, ctrl, pygame.Rect(x, y + 6, w, legend_y - y - 20))
+        self._legend(surf, x, legend_y, w)
+
+    def _history(self, surf, ctrl, box: pygame.Rect) -> None:  # noqa: ANN001
+        """Feeder utilisation over the episode so far (what the core reported per tick)."""
+        self._t(
+            surf, "Feeder load over the episode", (box.x, box.y), 13, theme.TEXT, True
+        )
+        plot = pygame.Rect(box.x + 30, box.y + 20, box.w - 34, box.h - 24)
+        lo, hi = 0.7, 1.1
+        pygame.draw.rect(surf, (22, 26, 36), plot)
+
+        def py(u: float) -> float:
+            return plot.bottom - (min(max(u, lo), hi) - lo) / (hi - lo) * plot.h
+
+        for lim, col in ((ctrl.soft_limit, theme.WARN), (1.0, theme.OVER)):
+            pygame.draw.line(surf, col, (plot.x, py(lim)), (plot.right, py(lim)), 1)
+            label = self.text.get(f"{lim * 100:.0f}%", 9, col)
+            surf.blit(label, (box.x, py(lim) - 6))
+        end = max(ctrl.end_minute, 1.0)
+        pts = [
+            (m, u) for m, u in ctrl.feeder_history if m <= ctrl.display_minute + 1e-9
+        ]
+        if len(pts) < 2:
+            return
+        for f in range(len(pts[0][1])):
+            line = [(plot.x + plot.w * m / end, py(u[f])) for m, u in pts]
+            pygame.draw.lines(surf, theme.feeder_colour(f), False, line, 2)
 
     def _legend(self, surf, x, y, w):  # noqa: ANN001, ANN202
         pygame.draw.line(surf, theme.PANEL_EDGE, (x, y - 6), (x + w, y - 6), 1)
@@ -245,6 +274,7 @@ class Panel:
             self._t(surf, label, (cx, cy), 11, theme.TEXT_DIM)
             v = self.text.get(fmt.format(value), 11, theme.TEXT, True)
             surf.blit(v, (cx + col_w - v.get_width() - 8, cy))
+        return y + ((len(KPI_ROWS) + 1) // 2) * 17
 
 
 # --- Overlays on the map ----------------------------------------------------------

@@ -82,7 +82,7 @@ def test_real_window_takes_keys_and_shows_the_city(display, tmp_path):
         before = _shot(display, tmp_path / "before.png")
         assert before.get_size() == (1280, 720)
         # The panel background and the map background are where the view puts them.
-        assert tuple(before.get_at((1200, 640)))[:3] == (28, 33, 44)  # panel
+        assert tuple(before.get_at((1274, 600)))[:3] == (28, 33, 44)  # panel
         _x(display, "xdotool", "key", "--window", wid, "h")  # help overlay on
         time.sleep(0.7)
         after = _shot(display, tmp_path / "after.png")
