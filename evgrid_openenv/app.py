@@ -51,7 +51,9 @@ def build_app(
 
     @app.exception_handler(EVGridRequestError)
     async def _request_error(_: Request, exc: EVGridRequestError) -> JSONResponse:
-        return JSONResponse(status_code=exc.status, content={"detail": str(exc)})
+        # Shaped like FastAPI's own validation errors, so clients parse one format.
+        detail = [{"type": "evgrid_request_error", "loc": ["body"], "msg": str(exc)}]
+        return JSONResponse(status_code=exc.status, content={"detail": detail})
 
     return app
 

@@ -1,0 +1,149 @@
+"""Full episodes over the wire equal the same episodes run in-process."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+pytest.importorskip("openenv")
+
+from evgrid_core import REWARD_KEYS, EVGridEnv, format_action  # noqa: E402
+from evgrid_core.policies import make_policy  # noqa: E402
+from evgrid_openenv.client import EVGridClient  # noqa: E402
+from evgrid_openenv.models import EVGridAction  # noqa: E402
+
+
+def as_line(action: object) -> str:
+    return action if isinstance(action, str) else format_action(action)  # type: ignore[arg-type]
+
+
+def as_typed(line: str) -> EVGridAction:
+    """The typed wire form of a canonical line (what a non-LLM agent sends)."""
+    word, *rest = line.split()
+    if word == "ROUTE":
+        return EVGridAction(
+            command="ROUTE",
+            ev=int(rest[0][1:]),
+            station=int(rest[1][1:]),
+            charger=rest[2],
+        )
+    if word == "DEFER":
+        return EVGridAction(command="DEFER", ev=int(rest[0][1:]), minutes=int(rest[1]))
+    return EVGridAction(
+        command="LOAD_SHIFT",
+        station=int(rest[0][1:]),
+        cap_pct=int(rest[1]),
+        minutes=int(rest[2]),
+    )
+
+
+def reference(policy: str, seed: int, scenario: str, max_steps: int | None = None):
+    """The in-process trajectory: (line, reward, done, parts, valid, reason, prompt)."""
+    env = EVGridEnv()
+    obs = env.reset(seed=seed, scenario=scenario)
+    p = make_policy(policy)
+    p.reset(seed)
+    steps = [(None, None, env.done, None, None, None, env.render_text())]
+    while not env.done and (max_steps is None or len(steps) <= max_steps):
+        line = as_line(p.act(obs))
+        res = env.step(line)
+        obs = env.observation()
+        info = res.info
+        steps.append(
+            (
+                line,
+                res.reward,
+                res.done,
+                info["reward_parts"],
+                info["valid"],
+                info["reason"],
+                env.render_text(),
+            )
+        )
+    return steps, env
+
+
+def check_step(result, expected) -> None:
+    line, reward, done, parts, valid, reason, prompt = expected
+    obs = result.observation
+    assert result.done == done
+    assert obs.prompt == prompt
+    if line is None:  # the reset observation
+        assert obs.valid is None and obs.reward is None and obs.action is None
+        return
+    assert result.reward == pytest.approx(reward, abs=1e-12)
+    assert obs.valid == valid and obs.reason == reason
+    assert obs.model_dump()["reward_parts"] == pytest.approx(parts, abs=1e-12)
+    assert sum(obs.model_dump()["reward_parts"].values()) == pytest.approx(
+        reward, abs=1e-9
+    )
+
+
+@pytest.mark.parametrize("form", ["text", "typed"])
+def test_server_full_episode_matches_in_process(server_url: str, form: str) -> None:
+    expected, env = reference("greedy_eta", seed=7, scenario="evening_peak")
+    assert len(expected) > 100  # a real episode, not a stub
+    with EVGridClient(server_url).sync() as client:
+        check_step(client.reset(seed=7, scenario="evening_peak"), expected[0])
+        for exp in expected[1:]:
+            action = exp[0] if form == "text" else as_typed(exp[0])
+            check_step(client.step(action), exp)
+        state = client.state()
+    assert state.done and state.scenario == "evening_peak" and state.seed == 7
+    assert state.step_count == len(expected) - 1
+    assert state.kpis.model_dump() == pytest.approx(env.kpi_summary())
+    assert state.world["kpis"] == pytest.approx(env.kpi_summary())
+
+
+def test_server_async_client_plays_an_episode_with_invalid_actions(
+    server_url: str,
+) -> None:
+    # random_valid mixed with garbage lines: invalid steps are paid, not refused.
+    expected, _ = reference("random_valid", seed=3, scenario="quiet_night")
+
+    async def play() -> list:
+        results = []
+        async with EVGridClient(server_url) as client:
+            results.append(await client.reset(seed=3, scenario="quiet_night"))
+            for exp in expected[1:]:
+                results.append(await client.step(exp[0]))
+            results.append(await client.reset(seed=3, scenario="quiet_night"))
+            results.append(await client.step("ROUTE E1 S1 TURBO"))
+        return results
+
+    results = asyncio.run(play())
+    for res, exp in zip(results, expected, strict=False):
+        check_step(res, exp)
+    bad = results[-1].observation
+    assert bad.valid is False and bad.reason.startswith("malformed ROUTE")
+    assert bad.reward_parts.invalid == pytest.approx(
+        -EVGridEnv().config.weights.invalid
+    )
+    assert bad.action == "ROUTE E1 S1 TURBO"
+
+
+def test_server_reset_observation_and_state(server_url: str) -> None:
+    env = EVGridEnv()
+    env.reset(seed=11, scenario="heatwave")
+    with EVGridClient(server_url).sync() as client:
+        res = client.reset(seed=11, scenario="heatwave", episode_id="run-1")
+        grid = res.observation.grid
+        assert res.observation.prompt == env.render_text()
+        assert grid.request.id == env.observation().request.id
+        assert grid.route_mask == env.observation().route_mask.tolist()
+        assert set(res.observation.reward_parts.model_dump()) == set(REWARD_KEYS)
+        state = client.state()
+        assert (state.scenario, state.seed, state.episode_id) == (
+            "heatwave",
+            11,
+            "run-1",
+        )
+        assert state.step_count == 0 and not state.done
+        assert state.world["stations"] == env.state()["stations"]
+        # No seed: the server draws one and reports it, so the episode can be replayed.
+        res = client.reset()
+        state = client.state()
+        assert state.scenario == "evening_peak" and isinstance(state.seed, int)
+        env.reset(seed=state.seed)
+        assert res.observation.prompt == env.render_text()
