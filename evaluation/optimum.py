@@ -167,6 +167,27 @@ def build_model(trace: EpisodeTrace, config: SimConfig, opts: Options) -> Model:
     )
 
 
+def price_selection(model: Model, chosen: list[int]) -> float:
+    """The model's return for one option per EV (slacks at their cheapest)."""
+    n = model.n_options
+    x = np.zeros(len(model.c))
+    x[chosen] = 1.0
+    ax = model.A @ x
+    slack_rows = model.A[:, n:].nonzero()[0]
+    # each slack column has one row (its feeder and tick): slack = max(0, row excess)
+    x[n:] = np.maximum(0.0, ax[slack_rows] - model.hi[slack_rows])
+    return -(float(model.c @ x) + model.offset)
+
+
+def selection_feasible(model: Model, chosen: list[int]) -> bool:
+    """Does one option per EV respect plugs and station limits (rows before feeders)?"""
+    x = np.zeros(len(model.c))
+    x[chosen] = 1.0
+    k = sum(v for name, v in model.n_rows.items() if not name.startswith("feeder"))
+    ax = (model.A[:k] @ x)[:k]
+    return bool(np.all(ax <= model.hi[:k] + 1e-9) and np.all(ax >= model.lo[:k] - 1e-9))
+
+
 # --- Solve -------------------------------------------------------------------------------
 @dataclass
 class Solution:
@@ -174,7 +195,8 @@ class Solution:
     objective: float | None  # [cost] of the incumbent (model units, incl. offset)
     bound: float | None  # [cost] best lower bound on the cost (MIP dual bound)
     status: str
-    seconds: float
+    seconds: float  # wall clock
+    cpu_seconds: float  # this process's CPU time (the machine may be shared)
     gap: float | None
 
 
@@ -186,7 +208,7 @@ def solve(model: Model, *, time_limit_s: float = 30.0, relax: bool = False, mip_
     if not relax:
         integrality[: model.n_options] = 1
     upper = np.concatenate([np.ones(model.n_options), np.full(nvar - model.n_options, np.inf)])  # fmt: skip
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     res = milp(
         model.c,
         constraints=LinearConstraint(model.A, model.lo, model.hi),
@@ -195,6 +217,7 @@ def solve(model: Model, *, time_limit_s: float = 30.0, relax: bool = False, mip_
         options={"time_limit": float(time_limit_s), "mip_rel_gap": mip_rel_gap, "disp": False},
     )  # fmt: skip
     seconds = time.perf_counter() - t0
+    cpu = time.process_time() - c0
     x = res.x if res.x is not None else None
     obj = float(res.fun) + model.offset if res.fun is not None else None
     bound = getattr(res, "mip_dual_bound", None)
@@ -203,7 +226,8 @@ def solve(model: Model, *, time_limit_s: float = 30.0, relax: bool = False, mip_
     elif bound is not None:
         bound = float(bound) + model.offset
     gap = getattr(res, "mip_gap", None)
-    return Solution(x, obj, bound, str(res.message), seconds, None if gap is None else float(gap))  # fmt: skip
+    gap = None if gap is None else float(gap)
+    return Solution(x, obj, bound, str(res.message), seconds, cpu, gap)
 
 
 # --- Plan and replay ------------------------------------------------------------------------
@@ -261,7 +285,8 @@ class OptimumResult:
     model_parts: dict[str, float]
     kpis: dict[str, float]
     status: str
-    solve_s: float
+    solve_s: float  # [s] MILP wall clock
+    solve_cpu_s: float  # [s] MILP CPU time of this process
     lp_s: float
     build_s: float
     invalid_steps: int  # replay steps the env refused (0 for a consistent plan)
@@ -275,17 +300,17 @@ class OptimumResult:
         return d
 
 
-def replay(env: EVGridEnv, plan: dict[int, list[Defer | Route | str]], util: list[float] | None = None) -> tuple[float, int]:  # fmt: skip
+def replay(env: EVGridEnv, plan: dict[int, list[Defer | Route | str]]) -> tuple[float, int]:  # fmt: skip
     """Drive ``env`` (just reset) with the plan; returns (return, refused steps)."""
-    policy = PlanPolicy(plan)
-    obs = env.observation()
+    nxt = dict.fromkeys(plan, 0)
     refused = 0
     while not env.done:
-        action = policy.act(obs)
+        ev = env.world.pending[0] + 1  # the request being decided
+        steps = plan.get(ev, [])
+        action = steps[nxt[ev]] if nxt.get(ev, 0) < len(steps) else "NO_PLAN"
+        nxt[ev] = nxt.get(ev, 0) + 1
         res = env.step(action)
-        planned_invalid = action == INVALID_ANSWER
-        refused += int(not res.info["valid"] and not planned_invalid)
-        obs = env.observation()
+        refused += int(not res.info["valid"] and action != INVALID_ANSWER)
     return float(env.kpis.total_return), refused
 
 
@@ -334,6 +359,7 @@ def solve_episode(
         kpis=replay_env.kpi_summary(),
         status=sol.status,
         solve_s=sol.seconds,
+        solve_cpu_s=sol.cpu_seconds,
         lp_s=0.0 if lp is None else lp.seconds,
         build_s=build_s,
         invalid_steps=refused,

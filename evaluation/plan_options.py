@@ -11,7 +11,8 @@ Simplifications (the replay scores the plan in the real env, so none of them can
 flatter the optimum; they can only make it weaker than the true one):
 - no queueing: an EV plugs in on arrival (waiting is done with DEFERs, which cost
   the same per minute; a second or third DEFER pays ``defer_abuse``);
-- no LOAD_SHIFT; sessions that would meet a closed station are not offered;
+- no LOAD_SHIFT (a session whose station goes dark draws nothing meanwhile and
+  holds its plug, as in the world);
 - only the ``stations_per_kind`` nearest stations (road km) of each charger kind,
   and total defers up to ``max_defer_min``, are offered per EV.
 """
@@ -129,10 +130,25 @@ def build_options(
                     a = d + travel_ticks(minutes, tm)
                     if not trace.station_open[d, s]:
                         continue
+                    if a < T and not trace.station_open[a, s]:
+                        continue  # closed at arrival: the env refuses the ROUTE
                     n_ch = max(0, min(len(full), T - a))
-                    if a < T and not trace.station_open[a : a + n_ch, s].all():
-                        continue  # closed at arrival or during the session
                     e = np.array(full[:n_ch])
+                    dark = ~trace.station_open[a : a + n_ch, s]
+                    if dark.any():  # the station goes dark mid-session: recompute
+                        e = np.array(
+                            session_energy(
+                                config,
+                                soc=soc0,
+                                target=float(trace.target[i]),
+                                battery_kwh=float(trace.battery_kwh[i]),
+                                plug_kw=kw,
+                                kind=k,
+                                max_ticks=T - a,
+                                is_open=trace.station_open[a:, s],
+                            )
+                        )
+                        n_ch = len(e)
                     n = len(seq)
                     parts = {
                         "wait": w.wait * (dmin + (a - d) * tm),

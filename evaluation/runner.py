@@ -52,8 +52,8 @@ def _record(policy: str, scenario: str, seed: int, env: EVGridEnv, util: list[fl
         "return": float(k.total_return),
         "kpis": {key: float(v) for key, v in env.kpi_summary().items()},
         "parts": {key: float(v) for key, v in k.parts_total.items()},
-        "util": [round(u, 5) for u in util],
-        "waits": [round(float(x), 3) for x in k.waits],
+        "util": [round(u, 4) for u in util],
+        "waits": [round(float(x), 1) for x in k.waits],
     }
 
 

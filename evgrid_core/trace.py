@@ -147,18 +147,24 @@ def session_energy(
     plug_kw: float,
     kind: int,
     max_ticks: int,
+    is_open: np.ndarray | None = None,
 ) -> list[float]:
     """[kWh grid side] per tick of one session that no station limit or LOAD_SHIFT caps.
 
     The list ends at the tick the EV reaches its target (that tick included), or
     after ``max_ticks``. Same float operations as ``World._charge`` when the
-    station's total demand is within its limit (scale exactly 1).
+    station's total demand is within its limit (scale exactly 1). ``is_open``
+    (per session tick) marks ticks the station is dark: the EV stays plugged in
+    and draws nothing, as in the world (its limit is 0 then).
     """
     dt_h = config.tick_minutes / 60.0
     ts = config.taper_start_ac if kind == 0 else config.taper_start_dc
     floor = config.taper_floor
     out: list[float] = []
-    for _ in range(max_ticks):
+    for j in range(max_ticks):
+        if is_open is not None and not is_open[j]:
+            out.append(0.0)
+            continue
         taper = 1.0 - (1.0 - floor) * (soc - ts) / (1.0 - ts) if soc > ts else 1.0
         power = plug_kw * min(max(taper, floor), 1.0) * 1.0
         need = max(0.0, (target - soc) * battery_kwh / config.charge_efficiency)

@@ -1,0 +1,205 @@
+"""The comparison report: markdown tables (mean and 95 % CI), paired tests, JSON summary."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from evgrid_core import KPI_UNITS, REWARD_KEYS, get_scenario
+
+from .runner import OPTIMUM
+from .stats import add_pct_optimal, by_scenario_policy, paired, summarise
+
+# KPIs in the main table (return first; % of optimal when an optimum row exists).
+TABLE_KEYS = (
+    "return",
+    "mean_wait_min",
+    "p95_wait_min",
+    "evs_served",
+    "energy_kwh",
+    "critical_on_time_pct",
+    "stranded",
+    "peak_feeder_util_pct",
+    "overload_feeder_min",
+    "stress_events",
+    "renewable_share_pct",
+    "energy_cost_inr",
+    "invalid_action_pct",
+)
+PAIRED_KEYS = ("return", "mean_wait_min", "stranded", "part:grid_stress", "energy_kwh")
+
+
+def _fmt(x: float) -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "–"
+    if math.isinf(x):
+        return "inf"
+    a = abs(x)
+    return f"{x:.0f}" if a >= 1000 else f"{x:.1f}" if a >= 10 else f"{x:.2f}"
+
+
+def _p(x: float) -> str:
+    return "–" if math.isnan(x) else ("<0.001" if x < 1e-3 else f"{x:.3f}")
+
+
+def summary_json(
+    records: list[dict[str, Any]],
+    policies: list[str],
+    scenarios: list[str],
+    reference: str,
+) -> dict[str, Any]:
+    """Everything the tables show, as data."""
+    add_pct_optimal(records)
+    grouped = by_scenario_policy(records)
+    out: dict[str, Any] = {"reference": reference, "scenarios": {}}
+    parts = [f"part:{k}" for k in REWARD_KEYS]
+    for sc in scenarios:
+        rows: dict[str, Any] = {}
+        ref = grouped[sc].get(reference, {})
+        for pol in policies:
+            runs = grouped[sc].get(pol)
+            if not runs:
+                continue
+            keys = list(TABLE_KEYS) + parts
+            if all("derived" in r for r in runs.values()):
+                keys.append("pct_optimal")
+            rows[pol] = {
+                "seeds": sorted(runs),
+                "stats": summarise(runs, keys),
+                "paired_vs_reference": {
+                    k: paired(runs, ref, k) for k in PAIRED_KEYS if pol != reference
+                },
+            }
+            opt = [r["optimum"] for r in runs.values() if "optimum" in r]
+            if opt:
+                rows[pol]["solver"] = _solver_summary(opt)
+        out["scenarios"][sc] = rows
+    return out
+
+
+def _solver_summary(opt: list[dict[str, Any]]) -> dict[str, Any]:
+    gaps = [
+        abs(o["replay_return"] - o["objective_return"])
+        for o in opt
+        if o["objective_return"] is not None
+    ]
+    return {
+        "solves": len(opt),
+        "optimal": sum("Optimal" in o["status"] for o in opt),
+        "solve_s_mean": sum(o["solve_s"] for o in opt) / len(opt),
+        "solve_s_max": max(o["solve_s"] for o in opt),
+        "max_abs_objective_minus_replay": max(gaps) if gaps else None,
+        "refused_replay_steps": sum(o["invalid_steps"] for o in opt),
+        "mean_bound_minus_replay": sum(
+            (o["bound_return"] or o["replay_return"]) - o["replay_return"] for o in opt
+        )
+        / len(opt),
+    }
+
+
+def markdown(summary: dict[str, Any], policies: list[str], plot_files: dict[str, list[str]]) -> str:  # fmt: skip
+    """The report as markdown: one section per scenario."""
+    ref = summary["reference"]
+    lines = ["# Policy comparison", ""]
+    lines.append(
+        "Every policy ran on the same seeds (paired). Cells are mean ± 95 % CI "
+        "half-width (Student t). `return` is the episode's summed reward (all parts "
+        "are costs, so higher = better). `% of optimal` = 100 × optimum return / "
+        "policy return, per seed, where `optimum` is the hindsight MILP plan "
+        "replayed through `env.step` (see `evaluation/optimum.py`)."
+    )
+    lines.append("")
+    for sc, rows in summary["scenarios"].items():
+        scen = get_scenario(sc)
+        n = max((len(r["seeds"]) for r in rows.values()), default=0)
+        lines += [f"## {scen.title} (`{sc}`), {n} seeds", "", scen.description, ""]
+        has_opt = any("pct_optimal" in r["stats"] for r in rows.values())
+        keys = list(TABLE_KEYS) + (["pct_optimal"] if has_opt else [])
+        head = ["policy"] + [
+            f"{k} [{KPI_UNITS.get(k, '')}]".replace(" []", "")
+            if k != "pct_optimal"
+            else "% of optimal"
+            for k in keys
+        ]
+        lines.append("| " + " | ".join(head) + " |")
+        lines.append("|" + "---|" * len(head))
+        for pol in policies:
+            if pol not in rows:
+                continue
+            st = rows[pol]["stats"]
+            cells = [f"**{pol}**" if pol == ref else pol]
+            for k in keys:
+                s = st.get(k)
+                cells.append(
+                    "–" if s is None else f"{_fmt(s['mean'])} ± {_fmt(s['ci95'])}"
+                )
+            lines.append("| " + " | ".join(cells) + " |")
+        lines += ["", f"Paired differences against **{ref}** (policy − {ref}):", ""]
+        lines.append(
+            "| policy | Δ return | p (t) | p (Wilcoxon) | Δ mean wait [min] "
+            "| Δ stranded | Δ grid_stress part | Δ energy [kWh] |"
+        )
+        lines.append("|---|---|---|---|---|---|---|---|")
+        for pol in policies:
+            if pol not in rows or pol == ref:
+                continue
+            pv = rows[pol]["paired_vs_reference"]
+            r = pv["return"]
+            lines.append(
+                f"| {pol} | {_fmt(r['mean_diff'])} ± {_fmt(r['ci95'])} | {_p(r['t_p'])} "
+                f"| {_p(r['wilcoxon_p'])} | "
+                + " | ".join(
+                    f"{_fmt(pv[k]['mean_diff'])} ± {_fmt(pv[k]['ci95'])}"
+                    for k in PAIRED_KEYS[1:]
+                )
+                + " |"
+            )
+        if OPTIMUM in rows and "solver" in rows[OPTIMUM]:
+            s = rows[OPTIMUM]["solver"]
+            lines += [
+                "",
+                f"Optimum: {s['optimal']}/{s['solves']} solves proven optimal within "
+                f"the time limit; solve time mean {s['solve_s_mean']:.1f} s, max "
+                f"{s['solve_s_max']:.1f} s; largest |solver objective − replayed return| "
+                f"= {_fmt(s['max_abs_objective_minus_replay'] or 0.0)}; replay steps the env "
+                f"refused: {s['refused_replay_steps']}; mean (bound − replay) = "
+                f"{_fmt(s['mean_bound_minus_replay'])}.",
+            ]
+        for f in plot_files.get(sc, []):
+            lines += ["", f"![{Path(f).stem}]({Path(f).name})"]
+        lines.append("")
+    return "\n".join(lines)
+
+
+def write_report(
+    records: list[dict[str, Any]],
+    out_dir: Path,
+    *,
+    policies: list[str],
+    scenarios: list[str],
+    reference: str,
+    plots: bool = True,
+) -> list[Path]:
+    """Write ``report.md``, ``summary.json`` and (unless ``plots=False``) the PNGs."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    summary = summary_json(records, policies, scenarios, reference)
+    plot_files: dict[str, list[str]] = {}
+    written: list[Path] = []
+    if plots:
+        from .plots import write_plots
+
+        plot_files = write_plots(records, out_dir, policies=policies, scenarios=scenarios)  # fmt: skip
+        written += [Path(p) for ps in plot_files.values() for p in ps]
+    md = out_dir / "report.md"
+    md.write_text(markdown(summary, policies, plot_files))
+    js = out_dir / "summary.json"
+    js.write_text(json.dumps(summary, indent=1, default=_json_default))
+    return [md, js, *written]
+
+
+def _json_default(x: Any) -> Any:
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    return str(x)

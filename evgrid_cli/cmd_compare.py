@@ -1,0 +1,106 @@
+"""``evgrid compare``: policies side by side on paired seeds; table, JSON and plots."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+HELP = "compare policies on the same seeds: KPI table with CIs, paired tests, plots"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--policies",
+        default="random_valid,nearest,greedy_eta,least_loaded_feeder,"
+        "price_renewable,urgency_first",
+        help="comma-separated policy names; 'optimum' adds the hindsight optimum",
+    )
+    p.add_argument(
+        "--scenarios", default="evening_peak", help="comma-separated scenario names"
+    )
+    p.add_argument("--episodes", type=int, default=10, help="seeds per scenario")
+    p.add_argument("--seed", type=int, default=0, help="first seed")
+    p.add_argument("--out", default="compare_out", help="output folder (resumable)")
+    p.add_argument(
+        "--reference",
+        default="greedy_eta",
+        help="policy the paired differences are taken against",
+    )
+    p.add_argument(
+        "--time-limit",
+        type=float,
+        default=30.0,
+        help="[s] HiGHS time limit per optimum solve",
+    )
+    p.add_argument(
+        "--stations-per-kind",
+        type=int,
+        default=6,
+        help="optimum: nearest stations offered per EV and charger kind",
+    )
+    p.add_argument(
+        "--max-defer",
+        type=int,
+        default=60,
+        help="[min] optimum: longest total defer offered per EV",
+    )
+    p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def _names(text: str) -> list[str]:
+    return [x.strip() for x in text.split(",") if x.strip()]
+
+
+def run(args: argparse.Namespace) -> int:
+    from evgrid_core import get_scenario
+    from evgrid_core.policies import policy_names
+
+    from ._plugins import load_policy_plugins
+
+    policies, scenarios = _names(args.policies), _names(args.scenarios)
+    if not policies or not scenarios:
+        raise ValueError("give at least one policy and one scenario")
+    if args.episodes < 1 or args.seed < 0:
+        raise ValueError("--episodes must be >= 1 and --seed >= 0")
+    for sc in scenarios:
+        get_scenario(sc)
+    load_policy_plugins()
+    known = set(policy_names()) | {"optimum"}
+    unknown = [p for p in policies if p not in known]
+    if unknown:
+        raise ValueError(
+            f"unknown policy {', '.join(unknown)}; choose from: {', '.join(sorted(known))}"
+        )
+    if args.reference not in policies:
+        raise ValueError(f"--reference {args.reference} is not among --policies")
+
+    from evaluation.report import write_report
+    from evaluation.runner import run_comparison
+
+    out = Path(args.out)
+    seeds = list(range(args.seed, args.seed + args.episodes))
+    optimum = {
+        "time_limit_s": args.time_limit,
+        "stations_per_kind": args.stations_per_kind,
+        "max_defer_min": args.max_defer,
+    }
+    records = run_comparison(
+        policies, scenarios, seeds, out, optimum=optimum, progress=not args.no_progress
+    )
+    wanted = [
+        r
+        for r in records
+        if r["policy"] in policies and r["scenario"] in scenarios and r["seed"] in seeds
+    ]
+    paths = write_report(
+        wanted,
+        out,
+        policies=policies,
+        scenarios=scenarios,
+        reference=args.reference,
+        plots=not args.no_plots,
+    )
+    for p in paths:
+        print(p)
+    return 0
