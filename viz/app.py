@@ -239,7 +239,7 @@ def live(ctrl, args: argparse.Namespace, screen) -> int:  # noqa: ANN001
         toggle_record()
     running = True
     while running:
-        dt = clock.tick(120) / 1000.0
+        dt = clock.tick(60) / 1000.0  # [s] frame cap: 60 fps
         for event in pygame.event.get():
             if event.type == pygame.QUIT:
                 running = False

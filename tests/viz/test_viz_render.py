@@ -97,6 +97,17 @@ def test_station_marker_sits_where_the_projection_puts_it(screen):
     ring = tuple(screen.get_at((int(x) + r - 2, int(y))))[:3]
     assert ring == theme.feeder_colour(st.feeder)
     assert view.click((round(x), round(y))) == 5
+    corner = pygame.Rect(view.map_rect.x + 12, view.map_rect.y + 12, 280, 100)
+    plain = screen.subsurface(corner).copy()
+    view.render(screen)  # now with S5's details box in the top-left corner
+    detail = screen.subsurface(corner)
+    changed = sum(
+        plain.get_at((i, j)) != detail.get_at((i, j))
+        for i in range(0, 280, 7)
+        for j in range(0, 100, 5)
+    )
+    assert changed > 300
+    assert view.click((view.map_rect.x + 2, view.map_rect.bottom - 2)) is None
     ctrl.close()
 
 

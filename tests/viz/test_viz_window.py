@@ -111,3 +111,20 @@ def test_real_window_takes_keys_and_shows_the_city(display, tmp_path):
         assert img.get_size() == (1280, 720)
     finally:
         Path(shots[0]).unlink(missing_ok=True)
+
+
+def test_live_window_recording_is_frame_exact(display, tmp_path):
+    """R-style recording from a live window: one frame per sub-step, not per wall tick."""
+    import imageio_ffmpeg
+
+    env = dict(os.environ, DISPLAY=display, SDL_VIDEO_X11_WMCLASS="ev-grid-oracle")
+    env.pop("SDL_VIDEODRIVER", None)
+    out = tmp_path / "live.mp4"
+    cmd = [sys.executable, "main.py", "--record", str(out), "--ticks", "3"]
+    cmd += ["--frames-per-tick", "5", "--size", "800x500"]
+    res = subprocess.run(
+        cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert res.returncode == 0, res.stderr
+    assert "No display" not in res.stderr  # it was a real window
+    assert imageio_ffmpeg.count_frames_and_secs(str(out))[0] == 15
