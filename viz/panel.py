@@ -237,7 +237,9 @@ class Panel:
             y += 16
         for i, d in enumerate(list(ctrl.decisions)[:4]):
             colour = theme.TEXT if d.valid else theme.BAD
-            self._t(surf, f"{d.clock} {d.action}", (x, y), 12, colour, i == 0)
+            tw = self._t(surf, f"{d.clock} {d.action}", (x, y), 12, colour, i == 0)
+            if d.source == "manual":
+                self._t(surf, "manual", (x + tw + 6, y + 2), 10, theme.ACCENT)
             rw = self.text.get(
                 f"{d.reward:+.2f}",
                 12,

@@ -30,22 +30,34 @@ class MapLayer:
         self.routes = RouteBook(city)
         self.marker = max(14, int(min(map_rect.w, map_rect.h) / 34))
         self.station_px, self.offmap = self._place_stations(city)
-        self.node_px = {n: self.proj.to_px(*ll) for n, ll in city.coords.items()}
+        self.node_px = {
+            n: self._pin(*self.proj.to_px(*ll)) for n, ll in city.coords.items()
+        }
         self._ev_sprites: dict[int, pygame.Surface] = {}
         self._labels = self._place_labels(city)
+
+    @property
+    def _inner(self) -> pygame.Rect:
+        return self.rect.inflate(-2 * self.marker - 40, -2 * self.marker - 20)
+
+    def _pin(self, x: float, y: float) -> tuple[float, float]:
+        """A point outside the view, moved to the view's edge (off-map localities)."""
+        inner = self._inner
+        return min(max(x, inner.left), inner.right), min(
+            max(y, inner.top), inner.bottom
+        )
 
     def _place_stations(self, city) -> tuple[list[tuple[float, float]], dict[int, str]]:  # noqa: ANN001
         """Screen positions; a station outside the view sits at its edge, labelled."""
         from evgrid_core.city import haversine_km
 
-        inner = self.rect.inflate(-2 * self.marker - 40, -2 * self.marker - 20)
+        inner = self._inner
         pts, offmap = [], {}
         centre = self.proj.to_latlon(*self.rect.center)
         for st in city.stations:
             x, y = self.proj.to_px(st.lat, st.lon)
             if not inner.collidepoint(x, y):
-                cx = min(max(x, inner.left), inner.right)
-                cy = min(max(y, inner.top), inner.bottom)
+                cx, cy = self._pin(x, y)
                 km = haversine_km((st.lat, st.lon), centre)
                 arrow = ("↑" if y < inner.top else "↓" if y > inner.bottom else "") + (
                     "→" if x > inner.right else "←" if x < inner.left else ""
