@@ -1,0 +1,135 @@
+"""Paired statistics, the resumable runner, the report and the ``compare`` command."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+pytest.importorskip("scipy")
+
+from evaluation.runner import EPISODES_FILE, load_records, run_comparison, run_episode
+from evaluation.stats import add_pct_optimal, paired, pct_of_optimal, summarise
+from evgrid_cli.main import main
+
+
+def _rec(policy: str, seed: int, ret: float, wait: float = 10.0) -> dict:
+    return {
+        "policy": policy,
+        "scenario": "evening_peak",
+        "seed": seed,
+        "return": ret,
+        "kpis": {"mean_wait_min": wait},
+        "parts": {"wait": -wait},
+    }
+
+
+def test_paired_difference_and_tests_on_known_numbers():
+    ref = {s: _rec("a", s, r) for s, r in enumerate([-10.0, -12.0, -11.0, -9.0])}
+    pol = {s: _rec("b", s, r) for s, r in enumerate([-8.0, -11.0, -8.0, -8.0])}
+    out = paired(pol, ref, "return")
+    # differences 2, 1, 3, 1: mean 1.75, sd 0.9574, t(3) = 3.182
+    assert out["n"] == 4
+    assert out["mean_diff"] == pytest.approx(1.75)
+    assert out["ci95"] == pytest.approx(3.182446 * 0.957427 / 2.0, rel=1e-5)
+    # t = 3.656 with 3 df; closed form F(t) = 1/2 + (th + sin th cos th) / pi,
+    # th = atan(t / sqrt 3), gives p = 2 (1 - F) = 0.0353
+    th = math.atan(1.75 / (0.957427 / 2.0) / math.sqrt(3))
+    p_t = 2 * (0.5 - (th + math.sin(th) * math.cos(th)) / math.pi)
+    assert out["t_p"] == pytest.approx(p_t, rel=1e-4)
+    assert out["t_p"] == pytest.approx(0.0353, abs=1e-4)
+    assert out["wilcoxon_p"] == pytest.approx(0.125)  # exact: all 4 signs positive
+    # identical policies: no difference, p = 1
+    same = paired(ref, ref, "return")
+    assert same["mean_diff"] == 0.0 and same["t_p"] == 1.0 and same["wilcoxon_p"] == 1.0
+    # only shared seeds are paired
+    del pol[3]
+    assert paired(pol, ref, "return")["n"] == 3
+
+
+def test_summary_and_percent_of_optimal():
+    runs = {s: _rec("a", s, -10.0 - s, wait=5.0 * s) for s in range(3)}
+    st = summarise(runs, ["return", "mean_wait_min", "part:wait"])
+    assert st["return"]["mean"] == pytest.approx(-11.0)
+    assert st["mean_wait_min"]["mean"] == pytest.approx(5.0)
+    assert st["part:wait"]["mean"] == pytest.approx(-5.0)
+    assert st["return"]["ci95"] == pytest.approx(4.303 * 1.0 / math.sqrt(3), rel=1e-3)
+    assert pct_of_optimal(-20.0, -10.0) == pytest.approx(50.0)
+    assert pct_of_optimal(-10.0, -10.0) == pytest.approx(100.0)
+    recs = [_rec("optimum", 0, -5.0), _rec("a", 0, -20.0), _rec("a", 1, -20.0)]
+    add_pct_optimal(recs)
+    assert recs[1]["derived"]["pct_optimal"] == pytest.approx(25.0)
+    assert "derived" not in recs[2]  # no optimum for seed 1
+
+
+def test_episode_record_is_the_env_episode():
+    rec = run_episode("greedy_eta", "evening_peak", 3)
+    assert rec["return"] == pytest.approx(rec["kpis"]["return"])
+    assert rec["return"] == pytest.approx(sum(rec["parts"].values()))
+    assert len(rec["util"]) == 48
+    assert len(rec["waits"]) == rec["kpis"]["evs_plugged_in"]
+    assert rec["kpis"]["peak_feeder_util_pct"] == pytest.approx(
+        100 * max(rec["util"]), abs=0.01
+    )
+
+
+def test_runner_resumes_after_an_interruption(tmp_path):
+    first = run_comparison(["nearest"], ["evening_peak"], [0, 1], tmp_path, progress=False)  # fmt: skip
+    path = tmp_path / EPISODES_FILE
+    assert len(first) == 2
+    with path.open("a") as f:
+        f.write('{"policy": "greedy_eta", "scen')  # torn write of an interrupted run
+    again = run_comparison(
+        ["nearest", "greedy_eta"], ["evening_peak"], [0, 1], tmp_path, progress=False
+    )
+    assert len(again) == 4  # nearest not rerun, greedy_eta run for both seeds
+    recs = load_records(path)
+    assert sorted((r["policy"], r["seed"]) for r in recs) == [
+        ("greedy_eta", 0), ("greedy_eta", 1), ("nearest", 0), ("nearest", 1),
+    ]  # fmt: skip
+    assert [r["return"] for r in recs if r["policy"] == "nearest"] == [
+        r["return"] for r in first
+    ]
+
+
+def test_compare_command_writes_table_json_and_plots(tmp_path, capsys):
+    code = main(
+        [
+            "compare",
+            "--policies", "nearest,greedy_eta,random_valid",
+            "--scenarios", "evening_peak",
+            "--episodes", "3",
+            "--out", str(tmp_path),
+            "--no-progress",
+        ]
+    )  # fmt: skip
+    assert code == 0
+    md = (tmp_path / "report.md").read_text()
+    assert "| **greedy_eta** |" in md and "| random_valid |" in md
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    rows = summary["scenarios"]["evening_peak"]
+    assert rows["nearest"]["seeds"] == [0, 1, 2]
+    d = rows["random_valid"]["paired_vs_reference"]["return"]
+    recs = load_records(tmp_path / EPISODES_FILE)
+    ret = {(r["policy"], r["seed"]): r["return"] for r in recs}
+    diffs = [ret["random_valid", s] - ret["greedy_eta", s] for s in range(3)]
+    assert d["mean_diff"] == pytest.approx(np.mean(diffs))
+    for name in ("kpis", "feeder_util", "waits", "reward_parts"):
+        png = tmp_path / f"evening_peak_{name}.png"
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["compare", "--policies", "nope"],  # unknown policy
+        ["compare", "--scenarios", "atlantis"],  # unknown scenario
+        ["compare", "--policies", "nearest", "--reference", "greedy_eta"],  # ref absent
+        ["optimum", "--seed", "-1"],  # bad seed
+    ],
+)
+def test_bad_input_is_a_clean_error(argv, capsys):
+    assert main(argv) == 2
+    assert "error" in capsys.readouterr().err
