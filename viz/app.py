@@ -18,6 +18,7 @@ os.environ.setdefault("SDL_VIDEO_X11_WMCLASS", "ev-grid-oracle")
 os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
 
 WINDOW_TITLE = "EV Grid Oracle — Bengaluru"
+OFFSCREEN_DRIVERS = ("dummy", "offscreen", "evdev")  # SDL drivers that show nothing
 SPEEDS = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0)  # [ticks per second] live
 
 
@@ -122,28 +123,28 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as e:
         print(f"main.py: error: {e}", file=sys.stderr)
         return 2
-    pygame.display.init()
     pygame.font.init()
     try:
-        if headless:
+        screen = None
+        if not headless:
+            try:
+                pygame.display.init()
+                driver = pygame.display.get_driver()
+                if driver in OFFSCREEN_DRIVERS:  # SDL found no screen either
+                    raise pygame.error(f"SDL fell back to the {driver} driver")
+                screen = pygame.display.set_mode(args.size, pygame.RESIZABLE)
+            except pygame.error as e:
+                print(f"No usable display ({e}).", file=sys.stderr)
+                pygame.display.quit()
+                os.environ["SDL_VIDEODRIVER"] = "dummy"
+        if screen is None:
+            pygame.display.init()
             if args.record is None:
                 args.record = ""
                 print(
                     "No display: rendering offscreen and recording an MP4.",
                     file=sys.stderr,
                 )
-            return record(ctrl, args)
-        try:
-            screen = pygame.display.set_mode(args.size, pygame.RESIZABLE)
-        except pygame.error as e:
-            print(
-                f"No usable display ({e}): recording offscreen instead.",
-                file=sys.stderr,
-            )
-            pygame.display.quit()
-            os.environ["SDL_VIDEODRIVER"] = "dummy"
-            pygame.display.init()
-            args.record = "" if args.record is None else args.record
             return record(ctrl, args)
         pygame.display.set_caption(WINDOW_TITLE)
         return live(ctrl, args, screen)

@@ -133,3 +133,18 @@ def test_recording_killed_midway_is_still_playable(tmp_path):
     assert proc.returncode == -signal.SIGKILL
     n, _ = imageio_ffmpeg.count_frames_and_secs(str(path))
     assert 0 < n < 48 * 30
+
+
+def test_unusable_display_falls_back_to_offscreen_recording(tmp_path):
+    env = _headless_env()
+    env["DISPLAY"] = ":987"  # set, but no X server there
+    out = tmp_path / "fallback.mp4"
+    cmd = [sys.executable, "main.py", "--record", str(out), "--ticks", "1"]
+    cmd += ["--frames-per-tick", "2", "--size", "800x500"]
+    res = subprocess.run(
+        cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert res.returncode == 0, res.stderr
+    assert "No usable display" in res.stderr
+    assert "recorded 2 frames (1 ticks" in res.stdout
+    assert imageio_ffmpeg.count_frames_and_secs(str(out))[0] == 2
