@@ -1,0 +1,10 @@
+"""``python3 -m training --config cpu-smoke``: the same as ``evgrid train``."""
+
+from __future__ import annotations
+
+import sys
+
+from evgrid_cli.cmd_train import main
+
+if __name__ == "__main__":
+    sys.exit(main())

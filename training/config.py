@@ -1,0 +1,197 @@
+"""Training configuration: frozen dataclasses with units, loaded from a TOML preset.
+
+A preset file (``training/configs/<name>.toml``) has one table per section below;
+keys it leaves out keep the defaults here. Override in code with
+``dataclasses.replace``, never by mutating a loaded config.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+CONFIG_DIR = Path(__file__).parent / "configs"
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass(frozen=True, slots=True)
+class ModelConfig:
+    source: str = (
+        "tiny"  # "tiny" (built offline by oracle.tiny_model) or an HF id / dir
+    )
+    tiny_hidden: int = 64  # width of the tiny model (source = "tiny" only)
+    tiny_layers: int = 2  # layers of the tiny model (source = "tiny" only)
+    max_seq_length: int = 1024  # [tokens] prompt + completion
+    lora_r: int = 8  # LoRA rank for GRPO (and for SFT unless full_finetune)
+    lora_alpha: int = 16
+    lora_dropout: float = 0.0
+    load_in_4bit: bool = False  # QLoRA (CUDA only; via Unsloth or bitsandbytes)
+    unsloth: str = "auto"  # auto: use Unsloth on CUDA when it imports | never | require
+
+
+@dataclass(frozen=True, slots=True)
+class DataConfig:
+    scenarios: tuple[str, ...] = ("evening_peak", "heatwave", "festival_surge")
+    train_seeds: tuple[int, int] = (0, 32)  # [first, last) episode seeds used to train
+    heldout_seeds: tuple[int, int] = (900_000, 900_004)  # never used to train
+    states_per_episode: int = 8  # decision states sampled per (scenario, seed)
+    generator: str = "greedy_eta"  # policy that plays the episode up to each state
+    expert: str = "greedy_eta"  # policy whose decision is the SFT target
+
+
+@dataclass(frozen=True, slots=True)
+class SFTConfig:
+    steps: int = 60  # [optimizer steps]; 0 skips the warm start
+    learning_rate: float = 2e-4
+    batch_size: int = 8  # [rows per device step]
+    grad_accum: int = 1
+    full_finetune: bool = False  # train all weights instead of a LoRA adapter
+
+
+@dataclass(frozen=True, slots=True)
+class GRPOConfig:
+    steps: int = 20  # [optimizer steps]; 0 skips GRPO
+    learning_rate: float = 5e-5
+    batch_size: int = 8  # [completions per device step]; a multiple of num_generations
+    grad_accum: int = 1
+    num_generations: int = 4  # completions per prompt (the group)
+    max_completion_length: int = 16  # [tokens] longest action is ~12 Qwen tokens
+    temperature: float = 1.0
+    beta: float = 0.04  # KL coefficient against the reference (SFT) model
+    logging_steps: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class RewardConfig:
+    horizon_ticks: int = 6  # [ticks of 5 min] look-ahead rollout after the action
+    continuation: str = (
+        "greedy_eta"  # heuristic that plays the rollout (and the reference)
+    )
+    format_weight: float = 0.5  # one line the core's parser accepts
+    valid_weight: float = 0.5  # and the core's validator accepts in this state
+    consequence_weight: float = 1.0  # rollout return minus the reference's
+    consequence_clip: float = 5.0  # [reward units] |advantage over greedy| is clipped
+
+
+@dataclass(frozen=True, slots=True)
+class ExportConfig:
+    gguf: bool = True  # merge LoRA, convert to GGUF, quantise
+    quant: str = "Q4_K_M"  # llama.cpp quantisation type; "" keeps F16
+
+
+@dataclass(frozen=True, slots=True)
+class EvalConfig:
+    validity_prompts: int = 24  # held-out prompts for the validity rate (no grammar)
+    gguf_scenario: str = (
+        "quiet_night"  # episode the exported GGUF plays under the grammar
+    )
+    gguf_seed: int = 900_000
+    kpi_scenarios: tuple[str, ...] = ()  # held-out KPIs vs baselines (empty: skip)
+    kpi_seeds: tuple[int, int] = (900_000, 900_003)
+    baselines: tuple[str, ...] = ("greedy_eta", "urgency_first", "nearest")
+
+
+@dataclass(frozen=True, slots=True)
+class TrainConfig:
+    name: str = "custom"
+    output_dir: str = ".cache/train/custom"  # relative to the repository root
+    seed: int = 0
+    device: str = "auto"  # auto | cpu | cuda
+    model: ModelConfig = field(default_factory=ModelConfig)
+    data: DataConfig = field(default_factory=DataConfig)
+    sft: SFTConfig = field(default_factory=SFTConfig)
+    grpo: GRPOConfig = field(default_factory=GRPOConfig)
+    reward: RewardConfig = field(default_factory=RewardConfig)
+    export: ExportConfig = field(default_factory=ExportConfig)
+    eval: EvalConfig = field(default_factory=EvalConfig)
+
+    @property
+    def out(self) -> Path:
+        p = Path(self.output_dir)
+        return p if p.is_absolute() else REPO_ROOT / p
+
+
+_SECTIONS = {
+    "model": ModelConfig,
+    "data": DataConfig,
+    "sft": SFTConfig,
+    "grpo": GRPOConfig,
+    "reward": RewardConfig,
+    "export": ExportConfig,
+    "eval": EvalConfig,
+}
+
+
+def preset_names() -> list[str]:
+    return sorted(p.stem for p in CONFIG_DIR.glob("*.toml"))
+
+
+def resolve_config_path(name_or_path: str | Path) -> Path:
+    """A preset name (``cpu-smoke``) or a path to a TOML file."""
+    p = Path(name_or_path)
+    if p.suffix == ".toml" and p.exists():
+        return p
+    preset = CONFIG_DIR / f"{name_or_path}.toml"
+    if preset.exists():
+        return preset
+    raise ValueError(
+        f"no config {str(name_or_path)!r}: give a TOML file or one of the presets "
+        f"{', '.join(preset_names())}"
+    )
+
+
+def _build(cls: type, table: dict[str, Any], where: str) -> Any:
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    unknown = sorted(set(table) - set(fields))
+    if unknown:
+        raise ValueError(f"[{where}] unknown key(s): {', '.join(unknown)}")
+    kwargs = {}
+    for key, value in table.items():
+        kwargs[key] = tuple(value) if isinstance(value, list) else value
+    return cls(**kwargs)
+
+
+def config_from_dict(raw: dict[str, Any]) -> TrainConfig:
+    top = {k: v for k, v in raw.items() if k not in _SECTIONS}
+    sections = {
+        k: _build(cls, raw.get(k, {}), k) for k, cls in _SECTIONS.items() if k in raw
+    }
+    cfg = _build(TrainConfig, top, "top level")
+    cfg = dataclasses.replace(cfg, **sections)
+    check_config(cfg)
+    return cfg
+
+
+def load_config(name_or_path: str | Path) -> TrainConfig:
+    """Load a preset by name or a TOML file by path; unknown keys are errors."""
+    path = resolve_config_path(name_or_path)
+    with path.open("rb") as f:
+        return config_from_dict(tomllib.load(f))
+
+
+def check_config(cfg: TrainConfig) -> None:
+    """Reject settings TRL would only reject minutes later."""
+    g = cfg.grpo
+    if g.num_generations < 2:
+        raise ValueError("grpo.num_generations must be at least 2 (a group)")
+    if (g.batch_size * g.grad_accum) % g.num_generations:
+        raise ValueError(
+            "grpo.batch_size x grpo.grad_accum must be a multiple of "
+            f"grpo.num_generations ({g.num_generations})"
+        )
+    lo, hi = cfg.data.train_seeds
+    hlo, hhi = cfg.data.heldout_seeds
+    if not (lo < hi and hlo < hhi):
+        raise ValueError("seed ranges are [first, last) with first < last")
+    if lo < hhi and hlo < hi:
+        raise ValueError("data.heldout_seeds overlaps data.train_seeds")
+    ek, ehi = cfg.eval.kpi_seeds
+    if ek < hi and lo < ehi:
+        raise ValueError("eval.kpi_seeds overlaps data.train_seeds")
+    if cfg.device not in ("auto", "cpu", "cuda"):
+        raise ValueError("device is auto, cpu or cuda")
+    if cfg.model.unsloth not in ("auto", "never", "require"):
+        raise ValueError("model.unsloth is auto, never or require")

@@ -1,0 +1,180 @@
+"""Models for training: the base checkpoint, the device, Unsloth or transformers + PEFT.
+
+On CUDA with ``model.unsloth = "auto"`` Unsloth's ``FastLanguageModel`` (4-bit
+QLoRA) is used when it imports; otherwise plain transformers with a PEFT LoRA
+adapter. On CPU every mixed-precision and checkpointing switch is off explicitly.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from .config import REPO_ROOT, TrainConfig
+
+TRAIN_HINT = (
+    "training needs the 'train' extra: python3 -m pip install torch==2.13.0 "
+    "&& python3 -m pip install -e '.[train]'"
+)
+
+
+def require_train_stack() -> None:
+    """Fail early, with an install hint, when torch/transformers/trl/peft are absent."""
+    try:
+        import peft  # noqa: F401
+        import torch  # noqa: F401
+        import transformers  # noqa: F401
+        import trl  # noqa: F401
+    except ImportError as e:
+        raise RuntimeError(f"{e}; {TRAIN_HINT}") from e
+
+
+def resolve_device(cfg: TrainConfig) -> str:
+    import torch
+
+    if cfg.device == "cuda" and not torch.cuda.is_available():
+        raise ValueError("config asks for device = 'cuda' but torch sees no GPU")
+    if cfg.device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    return cfg.device
+
+
+def unsloth_available() -> bool:
+    try:
+        import unsloth  # noqa: F401
+    except Exception:  # noqa: BLE001 - Unsloth raises more than ImportError on CPU
+        return False
+    return True
+
+
+def use_unsloth(cfg: TrainConfig, device: str) -> bool:
+    if cfg.model.unsloth == "never" or device != "cuda":
+        if cfg.model.unsloth == "require":
+            raise ValueError("model.unsloth = 'require' needs CUDA")
+        return False
+    ok = unsloth_available()
+    if cfg.model.unsloth == "require" and not ok:
+        raise RuntimeError("model.unsloth = 'require' but unsloth does not import")
+    return ok
+
+
+def base_model_path(cfg: TrainConfig) -> str:
+    """The checkpoint training starts from: the offline tiny model, or an HF id/dir."""
+    m = cfg.model
+    if m.source != "tiny":
+        return m.source
+    from oracle.tiny_model import TINY_VERSION, build_tiny_qwen
+
+    out = (
+        REPO_ROOT
+        / ".cache"
+        / "train"
+        / f"{TINY_VERSION}-h{m.tiny_hidden}-l{m.tiny_layers}-s{cfg.seed}"
+    )
+    if not (out / "evgrid_tiny.json").is_file():
+        build_tiny_qwen(
+            out,
+            hidden_size=m.tiny_hidden,
+            num_layers=m.tiny_layers,
+            intermediate_size=2 * m.tiny_hidden,
+            seed=cfg.seed,
+        )
+    return str(out)
+
+
+def trainer_precision(device: str) -> dict[str, Any]:
+    """Precision/device keyword arguments shared by SFTConfig and GRPOConfig."""
+    if device == "cpu":
+        return {
+            "use_cpu": True,
+            "bf16": False,
+            "fp16": False,
+            "gradient_checkpointing": False,
+        }
+    import torch
+
+    bf16 = torch.cuda.is_bf16_supported()
+    return {"bf16": bf16, "fp16": not bf16, "gradient_checkpointing": False}
+
+
+def lora_config(cfg: TrainConfig) -> Any:
+    from peft import LoraConfig
+
+    m = cfg.model
+    return LoraConfig(
+        r=m.lora_r,
+        lora_alpha=m.lora_alpha,
+        lora_dropout=m.lora_dropout,
+        target_modules="all-linear",
+        task_type="CAUSAL_LM",
+    )
+
+
+def load_model(path: str, cfg: TrainConfig, device: str) -> tuple[Any, Any, bool]:
+    """Model and tokenizer for training; ``True`` when the model already has LoRA."""
+    if use_unsloth(cfg, device):
+        from unsloth import FastLanguageModel
+
+        model, tok = FastLanguageModel.from_pretrained(
+            model_name=path,
+            max_seq_length=cfg.model.max_seq_length,
+            load_in_4bit=cfg.model.load_in_4bit,
+        )
+        model = FastLanguageModel.get_peft_model(
+            model,
+            r=cfg.model.lora_r,
+            lora_alpha=cfg.model.lora_alpha,
+            lora_dropout=cfg.model.lora_dropout,
+            target_modules=[
+                "q_proj",
+                "k_proj",
+                "v_proj",
+                "o_proj",
+                "gate_proj",
+                "up_proj",
+                "down_proj",
+            ],
+        )
+        return model, tok, True
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    kwargs: dict[str, Any] = {}
+    if device == "cuda":
+        kwargs["dtype"] = (
+            torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+        )
+        if cfg.model.load_in_4bit:
+            from transformers import BitsAndBytesConfig
+
+            kwargs["quantization_config"] = BitsAndBytesConfig(
+                load_in_4bit=True,
+                bnb_4bit_quant_type="nf4",
+                bnb_4bit_compute_dtype=kwargs["dtype"],
+            )
+    else:
+        kwargs["dtype"] = torch.float32
+    model = AutoModelForCausalLM.from_pretrained(path, **kwargs)
+    tok = AutoTokenizer.from_pretrained(path)
+    if tok.pad_token is None:
+        tok.pad_token = tok.eos_token
+    return (
+        model.to(device) if "quantization_config" not in kwargs else model,
+        tok,
+        False,
+    )
+
+
+def merge_and_save(model: Any, tokenizer: Any, out_dir: Path) -> Path:
+    """Fold a LoRA adapter into the weights (if any) and save a plain HF checkpoint."""
+    if hasattr(model, "save_pretrained_merged"):  # Unsloth: dequantises 4-bit bases
+        model.save_pretrained_merged(
+            str(out_dir), tokenizer, save_method="merged_16bit"
+        )
+        return out_dir
+    if hasattr(model, "merge_and_unload"):
+        model = model.merge_and_unload()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(str(out_dir), safe_serialization=True)
+    tokenizer.save_pretrained(str(out_dir))
+    return out_dir
