@@ -6,7 +6,8 @@
 queued, charging). Drawing only: the full frame (map, stations, EVs interpolated
 along their routes, panel) into the offscreen display surface. Recording: the
 same plus the RGB grab and H.264 encoding through imageio-ffmpeg (ffmpeg runs
-in its own process, in parallel).
+in its own process, in parallel). Every frame is also flipped to the display:
+offscreen without ``DISPLAY``, a real X window with it (e.g. under Xvfb).
 """
 
 from __future__ import annotations
@@ -19,7 +20,10 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
+if not os.environ.get("DISPLAY"):
+    os.environ.setdefault(
+        "SDL_VIDEODRIVER", "dummy"
+    )  # offscreen; with DISPLAY: a window
 os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")
 
 import pygame  # noqa: E402
@@ -62,6 +66,7 @@ def run(view: CityView, ctrl: Controller, screen, frames: int, rec=None) -> floa
         view.render(screen)
         if rec is not None:
             rec.add(screen)
+        pygame.display.flip()
         pygame.event.pump()
     if rec is not None:
         rec.close()
@@ -86,7 +91,8 @@ def main() -> None:
     print(
         f"scenario {DEFAULT_SCENARIO} seed {args.seed} policy {args.policy}: busiest at "
         f"{ctrl.state['clock']} (tick {ctrl.state['tick']}), {n_evs} EVs in the system, "
-        f"{travelling} on the road; {size[0]}x{size[1]}, {os.cpu_count()} CPUs"
+        f"{travelling} on the road; {size[0]}x{size[1]}, {os.cpu_count()} CPUs, "
+        f"SDL driver {pygame.display.get_driver()}"
     )
     run(view, ctrl, screen, 60)  # warm caches (text, sprites, routes)
     draw = run(view, ctrl, screen, args.frames)
