@@ -22,7 +22,8 @@ class EVClass:
     max_dc_kw: float  # [kW] 0 = no DC inlet
     km_per_kwh: float  # [km/kWh] real-world efficiency
     soc_range: tuple[float, float]  # [0-1] state of charge on request
-    target_soc: float  # [0-1] leaves when reached
+    target_soc: float  # [0-1] leaves when reached (the lowest target drawn)
+    target_max: float  # [0-1] highest target drawn; DC sessions above 80 % taper
     patience_min: tuple[float, float]  # [min] gives up if not plugged in by then
     critical_prob: float  # [0-1] chance of a hard deadline
     deadline_min: tuple[float, float]  # [min] a critical EV must plug in within
@@ -31,11 +32,12 @@ class EVClass:
 # Cars: Tata Nexon EV 30.2/40.5 kWh, MG ZS EV 44.5/50.3 kWh [V]; 7.2 kW AC [V];
 # 50 kW DC and 7 km/kWh [A]. Three-wheelers: Mahindra Treo about 7.4 kWh [U],
 # Bharat AC-001 3.3 kW outlets [V], no DC [A]. Fleet cabs: 26-30 kWh sedans on
-# 7.2 kW AC and 30 kW DC [A], more often on a booking deadline [A].
+# 7.2 kW AC and 30 kW DC [A], more often on a booking deadline [A]. Targets are
+# drawn between target_soc and target_max [A]: DC power tapers above 80 % SoC.
 EV_CLASSES = (
-    EVClass("car", 0.55, (30.2, 40.5, 44.5, 50.3), 7.2, 50.0, 7.0, (0.10, 0.45), 0.80, (45, 90), 0.08, (25, 45)),
-    EVClass("3w", 0.25, (5.4, 7.4, 8.0), 3.3, 0.0, 14.0, (0.10, 0.40), 0.90, (30, 60), 0.02, (20, 40)),
-    EVClass("cab", 0.20, (26.0, 30.2), 7.2, 30.0, 7.5, (0.08, 0.35), 0.80, (25, 50), 0.30, (15, 35)),
+    EVClass("car", 0.55, (30.2, 40.5, 44.5, 50.3), 7.2, 50.0, 7.0, (0.10, 0.45), 0.80, 0.95, (45, 90), 0.08, (25, 45)),
+    EVClass("3w", 0.25, (5.4, 7.4, 8.0), 3.3, 0.0, 14.0, (0.10, 0.40), 0.90, 1.00, (30, 60), 0.02, (20, 40)),
+    EVClass("cab", 0.20, (26.0, 30.2), 7.2, 30.0, 7.5, (0.08, 0.35), 0.80, 0.90, (25, 50), 0.30, (15, 35)),
 )  # fmt: skip
 CLASS_NAMES = tuple(c.name for c in EV_CLASSES)
 
@@ -133,12 +135,13 @@ def draw_arrivals(
     klass = rng.choice(len(EV_CLASSES), size=n, p=shares / shares.sum())
     p_node = node_weights / node_weights.sum()
     node = rng.choice(len(node_weights), size=n, p=p_node)
-    u = rng.random((n, 5))
+    u = rng.random((n, 6))
     battery = np.empty(n)
     soc = np.empty(n)
     patience = np.empty(n)
     deadline = np.full(n, np.inf)
     critical = np.zeros(n, dtype=bool)
+    target = np.empty(n)
     for k, c in enumerate(EV_CLASSES):
         m = klass == k
         batts = np.array(c.batteries_kwh)
@@ -155,6 +158,7 @@ def draw_arrivals(
             c.deadline_min[0] + u[m, 4] * (c.deadline_min[1] - c.deadline_min[0])
         )
         deadline[m] = np.where(crit, dl, np.inf)
+        target[m] = np.round(c.target_soc + u[m, 5] * (c.target_max - c.target_soc), 2)
     cls = EV_CLASSES
     return Arrivals(
         tick=tick,
@@ -163,7 +167,7 @@ def draw_arrivals(
         node=node,
         battery_kwh=battery,
         soc=soc,
-        target=np.array([cls[k].target_soc for k in klass]),
+        target=target,
         max_ac_kw=np.array([cls[k].max_ac_kw for k in klass]),
         max_dc_kw=np.array([cls[k].max_dc_kw for k in klass]),
         km_per_kwh=np.array([cls[k].km_per_kwh for k in klass]),

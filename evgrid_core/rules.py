@@ -46,7 +46,9 @@ def route_problem(w: World, ev: int, station: int, kind: int) -> str | None:
     km = w.tables.road_km_rows[w.node_list[ev]][s]
     reach = w.range_km(ev)
     if km > reach:
-        return f"S{station} is {km:.1f} km away, beyond E{ev + 1}'s {reach:.1f} km range"
+        return (
+            f"S{station} is {km:.1f} km away, beyond E{ev + 1}'s {reach:.1f} km range"
+        )
     minutes = w.travel_minutes_to(ev, s)
     if minutes > w.config.max_travel_minutes:
         return f"S{station} is {minutes:.0f} min away (limit {w.config.max_travel_minutes:.0f})"

@@ -87,7 +87,9 @@ def _tables(sc: Scenario, tick_minutes: int) -> ScenarioTables:
         limit_kw=np.array([st.limit_kw for st in city.stations]),
         plugs=np.array([st.plugs for st in city.stations]),
         road_km_rows=city.road_km.tolist(),
-        speed_list=(np.array([road_speed_kmh(m) for m in mod]) * sc.speed_scale).tolist(),
+        speed_list=(
+            np.array([road_speed_kmh(m) for m in mod]) * sc.speed_scale
+        ).tolist(),
         open_rows=is_open.tolist(),
         plugs_rows=[list(st.plugs) for st in city.stations],
     )
@@ -133,6 +135,8 @@ class World:
         self.late = np.zeros(n, dtype=bool)
         self.depart_minute = np.full(n, np.nan)
         self.arrive_minute = np.full(n, np.nan)
+        self.plug_minute = np.full(n, np.nan)  # [min since start] plugged in
+        self.unplug_minute = np.full(n, np.nan)  # [min since start] left charged
         self.plug_kw = np.zeros(n)  # [kW] min(charger, vehicle) while plugged
         self.taper_start = np.ones(n)
         self.energy_kwh = np.zeros(n)  # [kWh] grid energy delivered
@@ -156,7 +160,9 @@ class World:
         self.queues: list[list[list[int]]] = [[[], [], []] for _ in range(S)]
         self.nonempty: set[tuple[int, int]] = set()  # (station, kind) with a queue
         self.charging: list[int] = []
-        self._sessions: tuple[np.ndarray, ...] | None = None  # cached arrays of self.charging
+        self._sessions: tuple[np.ndarray, ...] | None = (
+            None  # cached arrays of self.charging
+        )
         self.shift_until = np.zeros(S, dtype=np.int64)
         self.shift_cap_kw = tables.limit_kw.copy()
         self.shifts_this_tick = 0
@@ -207,11 +213,19 @@ class World:
     # --- Travel ------------------------------------------------------------------------
     def travel_minutes(self, ev: int) -> np.ndarray:
         """Drive time [min] from the EV's locality to every station, at today's speed."""
-        return self.tables.city.road_km[self.node[ev]] / self.tables.speed[self._t()] * 60.0
+        return (
+            self.tables.city.road_km[self.node[ev]]
+            / self.tables.speed[self._t()]
+            * 60.0
+        )
 
     def travel_minutes_to(self, ev: int, s: int) -> float:
         """Drive time [min] from the EV's locality to station index ``s``."""
-        return self.tables.road_km_rows[self.node_list[ev]][s] / self.tables.speed_list[self._t()] * 60.0
+        return (
+            self.tables.road_km_rows[self.node_list[ev]][s]
+            / self.tables.speed_list[self._t()]
+            * 60.0
+        )
 
     def travel_ticks(self, minutes: float) -> int:
         return max(1, math.ceil(minutes / self.config.tick_minutes - 1e-9))
@@ -359,6 +373,7 @@ class World:
     def _plug_in(self, ev: int, s: int, k: int, now: float, kpis) -> None:  # noqa: ANN001
         cfg = self.config
         self.status[ev] = CHARGING
+        self.plug_minute[ev] = now
         self.busy[s, k] += 1
         self.charging.append(ev)
         self._sessions = None
@@ -386,18 +401,25 @@ class World:
         ids, st, ts, plug_kw, battery, target = self._sessions
         soc = self.soc[ids]
         floor = cfg.taper_floor
-        taper = np.where(soc > ts, 1.0 - (1.0 - floor) * (soc - ts) / (1.0 - ts), 1.0)
+        taper = np.where(
+            soc > ts, 1.0 - (1.0 - floor) * (soc - ts) / np.maximum(1.0 - ts, 1e-9), 1.0
+        )
         power = plug_kw * np.clip(taper, floor, 1.0)
         S = len(tables.limit_kw)
         demand = np.bincount(st, weights=power, minlength=S)
-        limit = np.where(self.shift_until > t, self.shift_cap_kw, tables.limit_kw) * open_now
+        limit = (
+            np.where(self.shift_until > t, self.shift_cap_kw, tables.limit_kw)
+            * open_now
+        )
         if (demand > limit).any():
             scale = np.where(demand > limit, limit / np.maximum(demand, 1e-12), 1.0)
             power = power * scale[st]
         need = np.maximum(0.0, (target - soc) * battery / cfg.charge_efficiency)
         energy = np.minimum(power * self.dt_h, need)  # [kWh] grid side
         done = energy >= need - 1e-9
-        self.soc[ids] = np.where(done, target, soc + energy * cfg.charge_efficiency / battery)
+        self.soc[ids] = np.where(
+            done, target, soc + energy * cfg.charge_efficiency / battery
+        )
         self.energy_kwh[ids] += energy
         self.station_kw = np.bincount(st, weights=energy, minlength=S) / self.dt_h
         self.feeder_ev_kw = np.bincount(
@@ -414,6 +436,7 @@ class World:
             for ev in ids[done].tolist():
                 self.charging.remove(ev)
                 self.status[ev] = SERVED
+                self.unplug_minute[ev] = (t + 1) * cfg.tick_minutes
                 self.busy[self.station[ev], self.kind[ev]] -= 1
                 kpis.served += 1
 

@@ -159,3 +159,38 @@ def test_queue_wait_and_patience_on_a_full_station() -> None:
     k = env.kpi_summary()
     # The third car reaches S5 at 23:05, waits 4 ticks (20 min of patience), gives up.
     assert k["evs_plugged_in"] == 2 and k["stranded"] == 1
+
+
+def test_dc_power_tapers_above_80_percent() -> None:
+    """Energy is exact whatever the taper; tapering makes the last 15 % slower."""
+    from evgrid_core import SimConfig
+
+    def session(target: float, config: SimConfig) -> tuple[float, float]:
+        env = EVGridEnv(config)
+        record = dict(
+            tick=0,
+            klass="car",
+            node="Koramangala",
+            soc=0.30,
+            target=target,
+            battery_kwh=50.3,
+        )
+        env.reset(seed=0, scenario="quiet_night", arrivals=arrivals_from_records([record], CITY.nodes),
+                  background_noise=NO_NOISE)  # fmt: skip
+        env.step("ROUTE E1 S5 ULTRA")
+        w = env.world
+        return env.kpi_summary()["energy_kwh"], float(
+            w.unplug_minute[0] - w.plug_minute[0]
+        )
+
+    soc = 0.30 - 2.0 / 7.0 / 50.3
+    tapered, flat = SimConfig(), SimConfig(taper_start_dc=1.0)
+    for target in (0.80, 0.95):
+        for config in (tapered, flat):
+            kwh, _ = session(target, config)
+            assert kwh == pytest.approx((target - soc) * 50.3 / 0.92, rel=1e-12)
+    # Up to 80 % the taper never acts: same duration with or without it.
+    assert session(0.80, tapered)[1] == session(0.80, flat)[1]
+    # 29.4 -> 95 %: 35.8 kWh at 50 kW is 43 min flat (9 ticks); tapered it takes longer.
+    assert session(0.95, flat)[1] == 45.0
+    assert session(0.95, tapered)[1] > 45.0
