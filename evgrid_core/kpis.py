@@ -51,6 +51,7 @@ class KPITracker:
         self.stress_kwh = self.overload_kwh = 0.0
         self.energy = self.renewable_energy = self.cost = 0.0
         self.total_return = 0.0
+        self.feeder_util_history: list[list[float]] = []  # [tick][feeder] utilisation
         self.parts_total = dict.fromkeys(REWARD_KEYS, 0.0)
 
     # --- Hooks called by the world -------------------------------------------------
@@ -66,6 +67,7 @@ class KPITracker:
         over_kwh: float,
     ) -> None:
         self.peak_util = max(self.peak_util, float(util.max()))
+        self.feeder_util_history.append(util.tolist())
         self.overload_ticks += int((util > 1.0).sum())
         self.stress_events += int(new_stress.sum())
         self.stress_kwh += stress_kwh

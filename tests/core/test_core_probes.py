@@ -194,3 +194,13 @@ def test_dc_power_tapers_above_80_percent() -> None:
     # 29.4 -> 95 %: 35.8 kWh at 50 kW is 43 min flat (9 ticks); tapered it takes longer.
     assert session(0.95, flat)[1] == 45.0
     assert session(0.95, tapered)[1] > 45.0
+
+
+def test_feeder_utilisation_history_has_one_row_per_tick() -> None:
+    env = one_car()
+    env.step("ROUTE E1 S5 ULTRA")
+    history = env.kpis.feeder_util_history
+    assert len(history) == env.scenario.n_ticks and len(history[0]) == len(CITY.feeders)
+    assert max(max(row) for row in history) == pytest.approx(
+        env.kpi_summary()["peak_feeder_util_pct"] / 100
+    )
