@@ -12,8 +12,8 @@ os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
 import pygame  # noqa: E402
 import pytest  # noqa: E402
 
+import evgrid_core.policies as policies  # noqa: E402
 from evgrid_core import ChargerKind, Route, validate_action  # noqa: E402
-from evgrid_core.policies import register_policy  # noqa: E402
 from viz.app import handle_key  # noqa: E402
 from viz.controller import Controller  # noqa: E402
 from viz.view import CityView  # noqa: E402
@@ -156,8 +156,9 @@ class _Gate:
         return f"DEFER E{obs.request.id} 5"
 
 
-def test_policy_runs_in_a_worker_thread_and_the_view_keeps_drawing():
-    register_policy("gate_test", _Gate, "test only")
+def test_policy_runs_in_a_worker_thread_and_the_view_keeps_drawing(monkeypatch):
+    # Registered for this test only (the registry is restored afterwards).
+    monkeypatch.setitem(policies._REGISTRY, "gate_test", _Gate)
     pygame.display.init()
     pygame.font.init()
     screen = pygame.display.set_mode((1280, 720))
