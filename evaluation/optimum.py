@@ -26,7 +26,6 @@ from typing import Any
 import numpy as np
 
 from evgrid_core import REWARD_KEYS, ChargerKind, Defer, EVGridEnv, Route, SimConfig
-from evgrid_core.observation import Observation
 from evgrid_core.trace import EpisodeTrace, episode_trace
 
 from .plan_options import STRAND, Options, build_options
@@ -246,29 +245,6 @@ def plan_actions(opts: Options, x: np.ndarray) -> dict[int, list[Defer | Route |
     return plan
 
 
-class PlanPolicy:
-    """Plays a fixed plan: for each request, the next planned action of that EV."""
-
-    name = "optimum"
-
-    def __init__(self, plan: dict[int, list[Defer | Route | str]]) -> None:
-        self.plan = plan
-        self.next = dict.fromkeys(plan, 0)
-
-    def reset(self, seed: int) -> None:
-        self.next = dict.fromkeys(self.plan, 0)
-
-    def act(self, obs: Observation) -> Defer | Route | str:
-        if obs.request is None:
-            return "NO_REQUEST"
-        ev = obs.request.id
-        steps = self.plan.get(ev)
-        if not steps or self.next[ev] >= len(steps):
-            return "NO_PLAN"
-        self.next[ev] += 1
-        return steps[self.next[ev] - 1]
-
-
 @dataclass
 class OptimumResult:
     """What ``optimum`` reports: model, solver and replay, side by side."""
@@ -297,6 +273,8 @@ class OptimumResult:
     def summary(self) -> dict[str, Any]:
         d = {k: v for k, v in self.__dict__.items() if k not in ("env", "plan")}
         d["plan_actions"] = sum(len(v) for v in self.plan.values())
+        words = [a.split()[0] if not a.startswith("ROUTE") else a.split()[-1] for v in self.plan.values() for a in v]  # fmt: skip
+        d["plan_mix"] = {w: words.count(w) for w in sorted(set(words))}
         return d
 
 

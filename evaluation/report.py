@@ -92,11 +92,38 @@ def _solver_summary(opt: list[dict[str, Any]]) -> dict[str, Any]:
         "solve_s_max": max(o["solve_s"] for o in opt),
         "max_abs_objective_minus_replay": max(gaps) if gaps else None,
         "refused_replay_steps": sum(o["invalid_steps"] for o in opt),
+        "plan_mix": {
+            k: sum(o.get("plan_mix", {}).get(k, 0) for o in opt)
+            for k in sorted({k for o in opt for k in o.get("plan_mix", {})})
+        },
         "mean_bound_minus_replay": sum(
             (o["bound_return"] or o["replay_return"]) - o["replay_return"] for o in opt
         )
         / len(opt),
     }
+
+
+def _headline(summary: dict[str, Any], policies: list[str]) -> list[str]:
+    """Return (and % of optimal where known) per policy and scenario, one table."""
+    scs = list(summary["scenarios"])
+    lines = ["## Summary: mean return (% of optimal)", ""]
+    lines.append("| policy | " + " | ".join(f"`{sc}`" for sc in scs) + " |")
+    lines.append("|---|" + "---|" * len(scs))
+    for pol in policies:
+        cells = []
+        for sc in scs:
+            row = summary["scenarios"][sc].get(pol)
+            if row is None:
+                cells.append("–")
+                continue
+            st = row["stats"]
+            cell = f"{_fmt(st['return']['mean'])} ± {_fmt(st['return']['ci95'])}"
+            if "pct_optimal" in st and pol != OPTIMUM:
+                cell += f" ({_fmt(st['pct_optimal']['mean'])} %)"
+            cells.append(cell)
+        lines.append(f"| {pol} | " + " | ".join(cells) + " |")
+    lines.append("")
+    return lines
 
 
 def markdown(summary: dict[str, Any], policies: list[str], plot_files: dict[str, list[str]]) -> str:  # fmt: skip
@@ -110,7 +137,12 @@ def markdown(summary: dict[str, Any], policies: list[str], plot_files: dict[str,
         "policy return, per seed, where `optimum` is the hindsight MILP plan "
         "replayed through `env.step` (see `evaluation/optimum.py`)."
     )
+    if summary.get("command"):
+        lines += ["", f"Made by `{summary['command']}`"]
+    if summary.get("provenance"):
+        lines += ["", summary["provenance"]]
     lines.append("")
+    lines += _headline(summary, policies)
     for sc, rows in summary["scenarios"].items():
         scen = get_scenario(sc)
         n = max((len(r["seeds"]) for r in rows.values()), default=0)
@@ -163,9 +195,10 @@ def markdown(summary: dict[str, Any], policies: list[str], plot_files: dict[str,
                 f"Optimum: {s['optimal']}/{s['solves']} solves proven optimal within "
                 f"the time limit; solve time mean {s['solve_s_mean']:.1f} s, max "
                 f"{s['solve_s_max']:.1f} s; largest |solver objective − replayed return| "
-                f"= {_fmt(s['max_abs_objective_minus_replay'] or 0.0)}; replay steps the env "
+                f"= {s['max_abs_objective_minus_replay'] or 0.0:.1e}; replay steps the env "
                 f"refused: {s['refused_replay_steps']}; mean (bound − replay) = "
-                f"{_fmt(s['mean_bound_minus_replay'])}.",
+                f"{_fmt(s['mean_bound_minus_replay'])}. Its decisions, summed over "
+                f"seeds: {s['plan_mix']}.",
             ]
         for f in plot_files.get(sc, []):
             lines += ["", f"![{Path(f).stem}]({Path(f).name})"]
@@ -181,10 +214,13 @@ def write_report(
     scenarios: list[str],
     reference: str,
     plots: bool = True,
+    command: str = "",
+    provenance: str = "",
 ) -> list[Path]:
     """Write ``report.md``, ``summary.json`` and (unless ``plots=False``) the PNGs."""
     out_dir.mkdir(parents=True, exist_ok=True)
     summary = summary_json(records, policies, scenarios, reference)
+    summary["command"], summary["provenance"] = command, provenance
     plot_files: dict[str, list[str]] = {}
     written: list[Path] = []
     if plots:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import subprocess
+import sys
 from pathlib import Path
 
 HELP = "compare policies on the same seeds: KPI table with CIs, paired tests, plots"
@@ -100,7 +102,31 @@ def run(args: argparse.Namespace) -> int:
         scenarios=scenarios,
         reference=args.reference,
         plots=not args.no_plots,
+        command="evgrid compare " + " ".join(sys.argv[2:])
+        if sys.argv[1:2] == ["compare"]
+        else "",
+        provenance=_provenance(),
     )
     for p in paths:
         print(p)
     return 0
+
+
+def _provenance() -> str:
+    """The code the numbers came from: commit, and whether the core was edited."""
+    root = Path(__file__).resolve().parent.parent
+
+    def git(*a: str) -> str:
+        try:
+            return subprocess.run(
+                ["git", *a], cwd=root, capture_output=True, text=True, timeout=10
+            ).stdout
+        except (OSError, subprocess.SubprocessError):
+            return ""
+
+    commit = git("rev-parse", "--short", "HEAD").strip()
+    if not commit:
+        return ""
+    dirty = git("status", "--porcelain", "--", "evgrid_core", "evaluation")
+    state = "with uncommitted changes in " + ", ".join(sorted({ln[3:] for ln in dirty.splitlines()})) if dirty else "clean"  # fmt: skip
+    return f"Code: commit `{commit}` ({state})."
