@@ -16,5 +16,5 @@ if [ "$MODE" = test ]; then
     fi
 fi
 # The viewer's Python needs are in the core's dependencies; check they import.
-"$PY" -c "import pygame, imageio, imageio_ffmpeg" \
+PYGAME_HIDE_SUPPORT_PROMPT=1 "$PY" -c "import pygame, imageio, imageio_ffmpeg" \
     || "$PY" -m pip install -q "pygame-ce>=2.5" "imageio>=2.34" "imageio-ffmpeg>=0.5"

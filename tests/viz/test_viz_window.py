@@ -14,7 +14,9 @@ import pygame
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-TOOLS = ("Xvfb", "xdotool", "import")
+# ImageMagick's ``import`` from Debian (a stand-in may shadow it elsewhere on PATH).
+IMPORT = "/usr/bin/import" if os.path.exists("/usr/bin/import") else "import"
+TOOLS = ("Xvfb", "xdotool", IMPORT)
 missing = [t for t in TOOLS if shutil.which(t) is None]
 pytestmark = pytest.mark.skipif(
     bool(missing), reason=f"needs {', '.join(missing)} (bash scripts/setup.sh test)"
@@ -56,7 +58,7 @@ def _x(display, *args, timeout=20):
 
 
 def _shot(display, path):
-    _x(display, "import", "-window", "root", str(path))
+    _x(display, IMPORT, "-window", "root", str(path))
     return pygame.image.load(str(path))
 
 
