@@ -268,7 +268,6 @@ class OptimumResult:
     invalid_steps: int  # replay steps the env refused (0 for a consistent plan)
     plan: dict[int, list[str]]
     env: EVGridEnv | None = None  # the finished replay (not serialised)
-    util_trace: list[float] = field(default_factory=list)
 
     def summary(self) -> dict[str, Any]:
         d = {k: v for k, v in self.__dict__.items() if k not in ("env", "plan")}
@@ -319,9 +318,6 @@ def solve_episode(
     plan = plan_actions(opts, sol.x)
     replay_env = EVGridEnv(config)
     replay_env.reset(seed=seed, scenario=scenario, **(reset_kwargs or {}))
-    from .runner import record_utilisation  # noqa: PLC0415 - avoid a cycle
-
-    util = record_utilisation(replay_env)
     ret, refused = replay(replay_env, plan)
     return OptimumResult(
         scenario=trace.scenario,
@@ -343,7 +339,6 @@ def solve_episode(
         invalid_steps=refused,
         plan={k: [a if isinstance(a, str) else _fmt(a) for a in v] for k, v in plan.items()},
         env=replay_env,
-        util_trace=util,
     )  # fmt: skip
 
 

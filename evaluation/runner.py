@@ -13,8 +13,6 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from evgrid_core import EVGridEnv, SimConfig
 
 OPTIMUM = "optimum"  # the hindsight optimum's row in a comparison
@@ -22,28 +20,12 @@ EPISODES_FILE = "episodes.jsonl"
 
 
 # --- One episode ----------------------------------------------------------------------------
-def record_utilisation(env: EVGridEnv) -> list[float]:
-    """Per tick, the highest feeder utilisation [0-1]; fills in as ``env`` runs.
-
-    Call right after ``reset``. Ticks already run by ``reset`` had no EV load, so
-    they are background / capacity; later ticks are read from the world's tick
-    hook (``KPITracker.on_tick``).
-    """
-    w = env.world
-    assert w is not None
-    util = (w.background / w.tables.capacity_kw).max(axis=1).astype(float).tolist()
-    tracker = env.kpis
-    inner = tracker.on_tick
-
-    def on_tick(u: np.ndarray, *args: Any) -> None:
-        util[w.tick] = float(np.max(u))
-        inner(u, *args)
-
-    tracker.on_tick = on_tick  # type: ignore[method-assign]
-    return util
+def max_feeder_utilisation(env: EVGridEnv) -> list[float]:
+    """Per tick so far, the highest feeder utilisation [0-1] (from the KPI history)."""
+    return [float(max(u)) for u in env.kpis.feeder_util_history]
 
 
-def _record(policy: str, scenario: str, seed: int, env: EVGridEnv, util: list[float]) -> dict[str, Any]:  # fmt: skip
+def _record(policy: str, scenario: str, seed: int, env: EVGridEnv) -> dict[str, Any]:
     k = env.kpis
     return {
         "policy": policy,
@@ -52,7 +34,7 @@ def _record(policy: str, scenario: str, seed: int, env: EVGridEnv, util: list[fl
         "return": float(k.total_return),
         "kpis": {key: float(v) for key, v in env.kpi_summary().items()},
         "parts": {key: float(v) for key, v in k.parts_total.items()},
-        "util": [round(u, 4) for u in util],
+        "util": [round(u, 4) for u in max_feeder_utilisation(env)],
         "waits": [round(float(x), 1) for x in k.waits],
     }
 
@@ -71,7 +53,7 @@ def run_episode(
 
         res = solve_episode(scenario, seed, config=config, **(optimum or {}))
         assert res.env is not None
-        rec = _record(policy, scenario, seed, res.env, res.util_trace)
+        rec = _record(policy, scenario, seed, res.env)
         rec["optimum"] = res.summary()
         return rec
     from evgrid_core.policies import make_policy
@@ -79,12 +61,11 @@ def run_episode(
     p = make_policy(policy)
     env = EVGridEnv(config)
     obs = env.reset(seed=seed, scenario=scenario)
-    util = record_utilisation(env)
     p.reset(seed)
     while not env.done:
         env.step(p.act(obs))
         obs = env.observation()
-    return _record(policy, scenario, seed, env, util)
+    return _record(policy, scenario, seed, env)
 
 
 # --- Many episodes, resumable ---------------------------------------------------------------

@@ -62,7 +62,6 @@ def run(args: argparse.Namespace) -> int:
         for name in [b.strip() for b in args.baselines.split(",") if b.strip()]
     }
     out = res.summary() | {"baseline_returns": baselines}
-    out.pop("util_trace", None)
     if args.out:
         from evgrid_core import EVGridEnv
         from evgrid_core.trace import episode_trace
