@@ -131,10 +131,11 @@ class Controller:
         """Snapshot the core's state (after each step); drawing reads only this."""
         self.state = self.env.state()
         self.obs = self.env.observation()
-        minute = float(self.state["tick"] * self.tick_minutes)
-        if not self.feeder_history or self.feeder_history[-1][0] != minute:
-            utils = tuple(f["utilisation"] for f in self.state["feeders"])
-            self.feeder_history.append((minute, utils))
+        # The core's per-tick feeder utilisation; tick i is plotted at its end.
+        history = self.env.kpis.feeder_util_history
+        for i in range(len(self.feeder_history), len(history)):
+            minute = float((i + 1) * self.tick_minutes)
+            self.feeder_history.append((minute, tuple(history[i])))
 
     @property
     def env_minute(self) -> float:

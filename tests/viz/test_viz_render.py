@@ -118,3 +118,17 @@ def test_offmap_airport_is_pinned_inside_the_map(screen):
     assert view.map_rect.collidepoint(view.map.station_px[17])
     assert "km" in view.map.offmap[18]
     ctrl.close()
+
+
+def test_feeder_history_is_the_core_per_tick_record(screen):
+    ctrl = Controller("evening_peak", 0, "greedy_eta", threaded=False)
+    while not ctrl.done:
+        ctrl.display_minute = ctrl.env_minute
+        ctrl.poll(block=True)
+    core = ctrl.env.kpis.feeder_util_history
+    assert len(ctrl.feeder_history) == len(core) == ctrl.env.scenario.n_ticks
+    assert [m for m, _ in ctrl.feeder_history[:3]] == [5.0, 10.0, 15.0]
+    assert ctrl.feeder_history[-1] == (ctrl.end_minute, tuple(core[-1]))
+    ctrl.display_minute = ctrl.end_minute
+    CityView(ctrl, (1280, 720)).render(screen)
+    ctrl.close()
