@@ -5,6 +5,9 @@ Pure: imports only the standard library, numpy and networkx.
 
 from .actions import (
     ACTION_SYNTAX,
+    DEFER_MINUTES,
+    SHIFT_CAP_PCT,
+    SHIFT_MINUTES,
     Action,
     ChargerKind,
     Defer,
@@ -25,6 +28,9 @@ from .scenarios import DEFAULT_SCENARIO, SCENARIOS, Scenario, get_scenario
 
 __all__ = [
     "ACTION_SYNTAX",
+    "DEFER_MINUTES",
+    "SHIFT_CAP_PCT",
+    "SHIFT_MINUTES",
     "Action",
     "ChargerKind",
     "City",

@@ -114,7 +114,8 @@ class EVGridEnv:
         else:
             ok, reason = validate_action(w, parsed)
         parts = dict.fromkeys(REWARD_KEYS, 0.0)
-        ev = w.pending[0]
+        # An invalid answer fails the request being decided (the first pending one).
+        ev = parsed.ev - 1 if ok and isinstance(parsed, Route | Defer) else w.pending[0]
         weights = self.config.weights
         if not ok:
             parts["invalid"] -= weights.invalid
@@ -227,6 +228,7 @@ class EVGridEnv:
             ],
             "evs": evs,
             "kpis": self.kpis.summary(),
+            "feeder_util_history": self.kpis.feeder_util_history,
         }
 
     def clone(self) -> EVGridEnv:

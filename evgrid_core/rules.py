@@ -18,8 +18,18 @@ def validate_action(w: World, action: Action) -> tuple[bool, str]:
     if w.finished or not w.pending:
         return False, "the episode is over"
     ev = w.pending[0]
-    if isinstance(action, Route | Defer) and action.ev != ev + 1:
-        return False, f"E{action.ev} is not the request being decided (E{ev + 1} is)"
+    if isinstance(action, Route | Defer):
+        # Any EV waiting for a decision at this tick may be decided, the named one first
+        # by default (the observation describes it); others only by their id.
+        ev = action.ev - 1
+        if ev not in w.pending:
+            waiting = " ".join(f"E{i + 1}" for i in w.pending[:6]) + (
+                " ..." if len(w.pending) > 6 else ""
+            )
+            return (
+                False,
+                f"E{action.ev} is not waiting for a decision now (waiting: {waiting})",
+            )
     if isinstance(action, Route):
         problem = route_problem(w, ev, action.station, int(action.kind))
         return (False, problem) if problem else (True, "")

@@ -239,7 +239,7 @@ class World:
         km = self.tables.road_km_rows[self.node_list[ev]][s]
         ticks = self.travel_ticks(self.travel_minutes_to(ev, s))
         tm = self.config.tick_minutes
-        self.pending.pop(0)
+        self.pending.remove(ev)
         self.status[ev] = TRAVELING
         self.station[ev], self.kind[ev] = s, kind
         self.soc[ev] -= km / self.km_per_kwh_list[ev] / self.battery_list[ev]
@@ -250,7 +250,7 @@ class World:
 
     def defer(self, ev: int, minutes: int, parts: dict[str, float]) -> None:
         w = self.config.weights
-        self.pending.pop(0)
+        self.pending.remove(ev)
         self.status[ev] = DEFERRED
         parts["wait"] -= w.wait * minutes
         parts["defer_abuse"] -= w.defer_abuse * self.defers[ev]

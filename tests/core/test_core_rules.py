@@ -44,7 +44,7 @@ def test_reasons_name_the_problem() -> None:
     cases = {
         f"ROUTE E{ev} S26 FAST": "no station S26",
         f"ROUTE E{ev} S2 ULTRA": "S2 has no ULTRA charger",
-        f"ROUTE E{ev + 1} S1 FAST": f"E{ev + 1} is not the request being decided",
+        f"ROUTE E{ev + 50} S1 FAST": f"E{ev + 50} is not waiting for a decision now",
         "LOAD_SHIFT S0 50 30": "malformed LOAD_SHIFT",
         "LOAD_SHIFT S40 50 30": "no station S40",
     }
@@ -146,3 +146,21 @@ def test_text_observation_fits_the_token_budget() -> None:
             env.step(p.act(obs))
             obs = env.observation()
     assert 150 < longest <= 400, longest
+
+
+def test_any_waiting_ev_may_be_decided_first() -> None:
+    env = EVGridEnv()
+    obs = env.reset(seed=0)
+    while obs.pending < 2:
+        env.step(make_policy("greedy_eta").act(obs))
+        obs = env.observation()
+    first, second = env.state()["pending"][:2]
+    res = env.step(f"DEFER E{second} 5")
+    assert res.info["valid"] and res.info["ev"] == second
+    assert env.state()["pending"][0] == first and second not in env.state()["pending"]
+    res = env.step("NOT AN ACTION")  # an invalid answer fails the named request
+    assert (
+        res.info["ev"] == first
+        and env.state()["evs"]
+        and first not in env.state()["pending"]
+    )
