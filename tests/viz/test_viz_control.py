@@ -131,14 +131,18 @@ def test_manual_defer_and_load_shift_reach_the_core(app):
     assert ctrl.state["stations"][4]["load_shift_until_tick"] is not None
 
 
-def test_tab_selects_another_pending_ev_which_the_core_rejects(app):
+def test_tab_selects_another_pending_ev_and_the_core_decides_it(app):
     ctrl, view, screen = app
     press(ctrl, view, pygame.K_m)
     view.render(screen)
-    assert len(ctrl.state["pending"]) >= 2  # evening_peak seed 0: 3 requests at tick 0
+    pending = list(ctrl.state["pending"])
+    assert len(pending) >= 2  # evening_peak seed 0: 3 requests at tick 0
+    press(ctrl, view, pygame.K_a)  # ROUTE -> DEFER
     press(ctrl, view, pygame.K_TAB, pygame.K_RETURN)
-    assert ctrl.env.steps == 0
-    assert "is not the request being decided" in ctrl.message
+    assert ctrl.env.steps == 1
+    assert ctrl.decisions[0].action == f"DEFER E{pending[1]} 15"
+    assert ctrl.state["pending"][0] == pending[0]  # the named request still waits
+    assert pending[1] not in ctrl.state["pending"]
 
 
 class _Gate:
