@@ -133,3 +133,24 @@ def test_compare_command_writes_table_json_and_plots(tmp_path, capsys):
 def test_bad_input_is_a_clean_error(argv, capsys):
     assert main(argv) == 2
     assert "error" in capsys.readouterr().err
+
+
+def test_report_counts_episodes_that_beat_the_optimum_plan():
+    from evaluation.report import TABLE_KEYS, markdown, summary_json
+    from evgrid_core import REWARD_KEYS
+
+    def rec(policy, seed, ret):
+        r = _rec(policy, seed, ret)
+        r["kpis"] = {k: 0.0 for k in TABLE_KEYS if k != "return"}
+        r["parts"] = dict.fromkeys(REWARD_KEYS, 0.0)
+        return r
+
+    recs = [rec("optimum", 0, -10.0), rec("a", 0, -20.0)]
+    recs += [rec("optimum", 1, -10.0), rec("a", 1, -8.0)]  # beats the plan
+    s = summary_json(recs, ["a", "optimum"], ["evening_peak"], "a")
+    assert s["episodes_beating_optimum"] == [("a", "evening_peak", 1)]
+    st = s["scenarios"]["evening_peak"]["a"]["stats"]["pct_optimal"]
+    assert st["mean"] == pytest.approx((50.0 + 125.0) / 2)
+    md = markdown(s, ["a", "optimum"], {})
+    assert "same seed: 1" in md
+    assert "| a | -14.0 ± 76.2 (87.5 %) |" in md
