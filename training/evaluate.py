@@ -100,6 +100,32 @@ def load_for_eval(path: str | Path, device: str) -> tuple[Any, Any]:
     return model, tok
 
 
+class HFPolicy:
+    """A transformers checkpoint as a core policy: greedy, no grammar, no fallback.
+
+    For held-out KPIs where no GGUF is exported (a GPU run); invalid answers count
+    as invalid, so it is the raw model's skill that is measured.
+    """
+
+    name = "oracle_hf"
+
+    def __init__(self, model: Any, tok: Any, max_new_tokens: int = 16) -> None:
+        self.model, self.tok, self.max_new_tokens = model, tok, max_new_tokens
+
+    def reset(self, seed: int) -> None:
+        pass
+
+    def act(self, obs: Any) -> str:
+        from oracle.prompt import chat_messages
+
+        return generate_actions(
+            self.model,
+            self.tok,
+            [chat_messages(obs)],
+            max_new_tokens=self.max_new_tokens,
+        )[0]
+
+
 # --- The exported GGUF under the grammar ----------------------------------------------
 
 
@@ -131,12 +157,15 @@ def heldout_kpis(
     scenarios: tuple[str, ...],
     seeds: list[int],
     baselines: tuple[str, ...],
+    hf_policy: Any = None,
 ) -> dict[str, Any]:
     """Mean return and aggregated KPIs per policy on held-out (scenario, seed) pairs."""
     from evgrid_core.policies import make_policy
     from evgrid_core.rollout import run_episode
 
     makers: dict[str, Any] = {b: (lambda b=b: make_policy(b)) for b in baselines}
+    if hf_policy is not None:
+        makers = {"oracle_hf": lambda: hf_policy, **makers}
     if gguf_path is not None:
         makers = {"oracle": lambda: oracle_policy(gguf_path), **makers}
     table: dict[str, Any] = {}

@@ -110,8 +110,15 @@ def lora_config(cfg: TrainConfig) -> Any:
     )
 
 
-def load_model(path: str, cfg: TrainConfig, device: str) -> tuple[Any, Any, bool]:
-    """Model and tokenizer for training; ``True`` when the model already has LoRA."""
+def load_model(
+    path: str, cfg: TrainConfig, device: str, train_dtype: str = "auto"
+) -> tuple[Any, Any, bool]:
+    """Model and tokenizer for training; ``True`` when the model already has LoRA.
+
+    On CUDA the weights load in bf16/fp16 (4-bit with ``load_in_4bit``) unless
+    ``train_dtype="float32"`` and the model is small enough to train in full
+    (``sft.full_finetune``): mixed precision then comes from autocast.
+    """
     if use_unsloth(cfg, device):
         from unsloth import FastLanguageModel
 
@@ -140,7 +147,8 @@ def load_model(path: str, cfg: TrainConfig, device: str) -> tuple[Any, Any, bool
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     kwargs: dict[str, Any] = {}
-    if device == "cuda":
+    full = train_dtype == "float32" and cfg.sft.full_finetune
+    if device == "cuda" and not full:
         kwargs["dtype"] = (
             torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
         )

@@ -150,6 +150,21 @@ def run(
                 log(f"held-out mean return {name}: {row['mean_return']:.2f}")
         summary["timings_s"]["eval"] = time.perf_counter() - t
 
+    # --- Held-out KPIs of the HF model (no GGUF exported: e.g. a GPU run) ----------
+    if "eval" in stages and gguf is None and cfg.eval.kpi_scenarios:
+        from .evaluate import HFPolicy, heldout_kpis, load_for_eval
+
+        t = stage("eval (HF model, no grammar)")
+        e = cfg.eval
+        model, tok = load_for_eval(current, device)
+        hf = HFPolicy(model, tok, cfg.grpo.max_completion_length)
+        summary["heldout_kpis"] = heldout_kpis(
+            None, e.kpi_scenarios, list(range(*e.kpi_seeds)), e.baselines, hf
+        )
+        for name, row in summary["heldout_kpis"].items():
+            log(f"held-out mean return {name}: {row['mean_return']:.2f}")
+        summary["timings_s"]["eval"] = time.perf_counter() - t
+
     summary["timings_s"]["total"] = time.perf_counter() - t_all
     (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
     log(f"summary: {out / 'summary.json'}")

