@@ -237,7 +237,11 @@ def write_report(
     """Write ``report.md``, ``summary.json`` and (unless ``plots=False``) the PNGs."""
     out_dir.mkdir(parents=True, exist_ok=True)
     summary = summary_json(records, policies, scenarios, reference)
-    summary["command"], summary["provenance"] = command, provenance
+    codes = sorted({r.get("code", "unrecorded") for r in records})
+    summary["command"] = command
+    summary["provenance"] = (
+        provenance or f"Episodes made by code at: {'; '.join(codes)}."
+    )
     plot_files: dict[str, list[str]] = {}
     written: list[Path] = []
     if plots:

@@ -8,6 +8,7 @@ interrupted comparison loses at most the episode in flight.
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from collections.abc import Iterable
 from pathlib import Path
@@ -91,8 +92,12 @@ def run_comparison(
     config: SimConfig | None = None,
     optimum: dict[str, Any] | None = None,
     progress: bool = True,
+    code: str = "",
 ) -> list[dict[str, Any]]:
-    """Run every (scenario, seed, policy) not yet in ``out_dir``; return all records."""
+    """Run every (scenario, seed, policy) not yet in ``out_dir``; return all records.
+
+    ``code`` (see ``code_version``) is stored in each new record.
+    """
     from tqdm import tqdm
 
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -113,7 +118,29 @@ def run_comparison(
     for policy, scenario, seed in bar:
         bar.set_description(f"{policy} {scenario} s{seed}")
         rec = run_episode(policy, scenario, seed, config=config, optimum=optimum)
+        if code:
+            rec["code"] = code
         with path.open("a") as f:
             f.write(json.dumps(rec) + "\n")
         records.append(rec)
     return records
+
+
+def code_version() -> str:
+    """The commit the code runs from, and the core/evaluation files edited since."""
+    root = Path(__file__).resolve().parent.parent
+
+    def git(*a: str) -> str:
+        try:
+            return subprocess.run(
+                ["git", *a], cwd=root, capture_output=True, text=True, timeout=10
+            ).stdout
+        except (OSError, subprocess.SubprocessError):
+            return ""
+
+    commit = git("rev-parse", "--short", "HEAD").strip()
+    if not commit:
+        return ""
+    dirty = git("status", "--porcelain", "--", "evgrid_core", "evaluation")
+    edited = sorted({ln[3:] for ln in dirty.splitlines() if ln.strip()})
+    return f"{commit}" + (f" + edits to {', '.join(edited)}" if edited else " (clean)")

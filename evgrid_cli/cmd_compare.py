@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import subprocess
 import sys
 from pathlib import Path
 
@@ -78,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"--reference {args.reference} is not among --policies")
 
     from evaluation.report import write_report
-    from evaluation.runner import run_comparison
+    from evaluation.runner import code_version, run_comparison
 
     out = Path(args.out)
     seeds = list(range(args.seed, args.seed + args.episodes))
@@ -88,7 +87,13 @@ def run(args: argparse.Namespace) -> int:
         "max_defer_min": args.max_defer,
     }
     records = run_comparison(
-        policies, scenarios, seeds, out, optimum=optimum, progress=not args.no_progress
+        policies,
+        scenarios,
+        seeds,
+        out,
+        optimum=optimum,
+        progress=not args.no_progress,
+        code=code_version(),
     )
     wanted = [
         r
@@ -105,28 +110,7 @@ def run(args: argparse.Namespace) -> int:
         command="evgrid compare " + " ".join(sys.argv[2:])
         if sys.argv[1:2] == ["compare"]
         else "",
-        provenance=_provenance(),
     )
     for p in paths:
         print(p)
     return 0
-
-
-def _provenance() -> str:
-    """The code the numbers came from: commit, and whether the core was edited."""
-    root = Path(__file__).resolve().parent.parent
-
-    def git(*a: str) -> str:
-        try:
-            return subprocess.run(
-                ["git", *a], cwd=root, capture_output=True, text=True, timeout=10
-            ).stdout
-        except (OSError, subprocess.SubprocessError):
-            return ""
-
-    commit = git("rev-parse", "--short", "HEAD").strip()
-    if not commit:
-        return ""
-    dirty = git("status", "--porcelain", "--", "evgrid_core", "evaluation")
-    state = "with uncommitted changes in " + ", ".join(sorted({ln[3:] for ln in dirty.splitlines()})) if dirty else "clean"  # fmt: skip
-    return f"Code: commit `{commit}` ({state})."

@@ -203,3 +203,27 @@ def test_model_prices_any_plan_as_the_env_scores_it():
             opts.station[o] == 8 and 0.0 in opts.energy[o][:-1].tolist() for o in chosen
         )
     assert stalled > 0  # some sampled sessions did meet S9's dark ticks
+
+
+def test_default_episode_optimum_beats_every_baseline():
+    """evening_peak seed 0: the replayed plan beats all six baselines.
+
+    A smaller plan class (4 stations per kind, defers up to 30 min) keeps the
+    test to seconds; the full defaults find the same optimum on this seed.
+    """
+    from evaluation.runner import run_episode
+
+    res = solve_episode(
+        "evening_peak", 0, time_limit_s=60, stations_per_kind=4, max_defer_min=30
+    )
+    assert res.invalid_steps == 0
+    assert res.replay_return == pytest.approx(res.objective_return, abs=1e-9)
+    for name in (
+        "random_valid",
+        "nearest",
+        "greedy_eta",
+        "least_loaded_feeder",
+        "price_renewable",
+        "urgency_first",
+    ):
+        assert res.replay_return > run_episode(name, "evening_peak", 0)["return"], name
