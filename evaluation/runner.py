@@ -47,8 +47,12 @@ def run_episode(
     *,
     config: SimConfig | None = None,
     optimum: dict[str, Any] | None = None,
+    instance: Any = None,
 ) -> dict[str, Any]:
-    """One episode of a named policy (or ``optimum``) as a JSON-able record."""
+    """One episode of a named policy (or ``optimum``) as a JSON-able record.
+
+    ``instance``: an already built policy to use (e.g. an LLM loaded once).
+    """
     if policy == OPTIMUM:
         from .optimum import solve_episode
 
@@ -59,7 +63,7 @@ def run_episode(
         return rec
     from evgrid_core.policies import make_policy
 
-    p = make_policy(policy)
+    p = instance if instance is not None else make_policy(policy)
     env = EVGridEnv(config)
     obs = env.reset(seed=seed, scenario=scenario)
     p.reset(seed)
@@ -93,12 +97,16 @@ def run_comparison(
     optimum: dict[str, Any] | None = None,
     progress: bool = True,
     code: str = "",
+    policy_kwargs: dict[str, dict[str, Any]] | None = None,
 ) -> list[dict[str, Any]]:
     """Run every (scenario, seed, policy) not yet in ``out_dir``; return all records.
 
-    ``code`` (see ``code_version``) is stored in each new record.
+    Each policy is built once (``make_policy(name, **policy_kwargs[name])``) and
+    reset per episode. ``code`` (see ``code_version``) goes into each new record.
     """
     from tqdm import tqdm
+
+    from evgrid_core.policies import make_policy
 
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / EPISODES_FILE
@@ -114,10 +122,20 @@ def run_comparison(
     if path.exists() and path.read_bytes()[-1:] not in (b"", b"\n"):
         with path.open("a") as f:  # end a torn line so the next record starts clean
             f.write("\n")
+    built: dict[str, Any] = {}
     bar = tqdm(jobs, unit="ep", file=sys.stderr, disable=not progress)
     for policy, scenario, seed in bar:
         bar.set_description(f"{policy} {scenario} s{seed}")
-        rec = run_episode(policy, scenario, seed, config=config, optimum=optimum)
+        if policy != OPTIMUM and policy not in built:
+            built[policy] = make_policy(policy, **(policy_kwargs or {}).get(policy, {}))
+        rec = run_episode(
+            policy,
+            scenario,
+            seed,
+            config=config,
+            optimum=optimum,
+            instance=built.get(policy),
+        )
         if code:
             rec["code"] = code
         with path.open("a") as f:

@@ -45,6 +45,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default=60,
         help="[min] optimum: longest total defer offered per EV",
     )
+    p.add_argument(
+        "--model",
+        default=None,
+        help="model file for the policies named oracle* (a GGUF)",
+    )
     p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
@@ -94,6 +99,11 @@ def run(args: argparse.Namespace) -> int:
         optimum=optimum,
         progress=not args.no_progress,
         code=code_version(),
+        policy_kwargs={
+            p: {"model_path": args.model} for p in policies if p.startswith("oracle")
+        }
+        if args.model
+        else None,
     )
     wanted = [
         r
