@@ -239,8 +239,8 @@ def write_report(
     summary = summary_json(records, policies, scenarios, reference)
     codes = sorted({r.get("code", "unrecorded") for r in records})
     summary["command"] = command
-    summary["provenance"] = (
-        provenance or f"Episodes made by code at: {'; '.join(codes)}."
+    summary["provenance"] = f"Episodes made by code at: {'; '.join(codes)}." + (
+        f" {provenance}" if provenance else ""
     )
     plot_files: dict[str, list[str]] = {}
     written: list[Path] = []

@@ -117,6 +117,13 @@ def run(args: argparse.Namespace) -> int:
         scenarios=scenarios,
         reference=args.reference,
         plots=not args.no_plots,
+        provenance=(
+            f"Optimum settings: HiGHS time limit {args.time_limit:g} s per solve, "
+            f"{args.stations_per_kind} nearest stations per charger kind, total "
+            f"defers up to {args.max_defer} min."
+        )
+        if "optimum" in policies
+        else "",
         command="evgrid compare " + " ".join(sys.argv[2:])
         if sys.argv[1:2] == ["compare"]
         else "",
