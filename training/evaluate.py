@@ -129,26 +129,42 @@ class HFPolicy:
 # --- The exported GGUF under the grammar ----------------------------------------------
 
 
-def oracle_policy(gguf_path: str | Path) -> Any:
+def oracle_policy(gguf_path: str | Path, fallback: str | None = "greedy_eta") -> Any:
     """The Oracle's GGUF policy (grammar on) from ``oracle.policy``."""
     import oracle.policy  # noqa: F401 - registers "oracle"
     from evgrid_core.policies import make_policy
 
-    return make_policy("oracle", model_path=str(gguf_path))
+    return make_policy("oracle", model_path=str(gguf_path), fallback=fallback)
 
 
 def gguf_episode(gguf_path: str | Path, scenario: str, seed: int) -> dict[str, Any]:
-    """One full episode of the exported GGUF; KPIs, return and decision count."""
-    from evgrid_core.rollout import run_episode
+    """One full episode of the exported GGUF under the grammar, with no fallback:
+    every decision is the model's own, so ``grammar_decisions == steps`` shows the
+    GGUF acted throughout and ``invalid_action_pct`` is its true rate."""
+    from evgrid_core import EVGridEnv
 
-    res = run_episode(oracle_policy(gguf_path), scenario, seed)
+    policy = oracle_policy(gguf_path, fallback=None)
+    env = EVGridEnv()
+    obs = env.reset(seed=seed, scenario=scenario)
+    policy.reset(seed)
+    sources: dict[str, int] = {}
+    while not env.done:
+        env.step(policy.act(obs))
+        src = policy.last_debug.get("source", "?")
+        sources[src] = sources.get(src, 0) + 1
+        obs = env.observation()
+    kpis = env.kpi_summary()
     return {
         "scenario": scenario,
         "seed": seed,
-        "return": res.ret,
-        "steps": res.kpis.get("steps"),
-        "invalid_action_pct": res.kpis.get("invalid_action_pct"),
-        "kpis": res.kpis,
+        "done": env.done,
+        "return": env.kpis.total_return,
+        "steps": env.steps,
+        "grammar_decisions": sources.get("grammar", 0),
+        "sources": sources,
+        "invalid_action_pct": kpis["invalid_action_pct"],
+        "latency": policy.latency_summary(),
+        "kpis": kpis,
     }
 
 
