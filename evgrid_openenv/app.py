@@ -65,7 +65,13 @@ def serve(args: argparse.Namespace) -> int:
     if not 0 < args.port < 65536:
         raise ValueError(f"port must be 1..65535, got {args.port}")
     app = build_app(args.max_sessions, args.session_timeout)
-    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level)
+    uvicorn.run(
+        app,
+        host=args.host,
+        port=args.port,
+        log_level=args.log_level,
+        ws_per_message_deflate=args.ws_compression,
+    )
     return 0
 
 

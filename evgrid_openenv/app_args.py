@@ -27,6 +27,12 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         f"{DEFAULT_SESSION_TIMEOUT_S:g}, or $EVGRID_SESSION_TIMEOUT_S)",
     )
     parser.add_argument(
+        "--ws-compression",
+        action="store_true",
+        help="offer WebSocket per-message-deflate (off: on a LAN it costs more CPU "
+        "than it saves)",
+    )
+    parser.add_argument(
         "--log-level", default="info", help="uvicorn log level (default info)"
     )
 

@@ -1,0 +1,284 @@
+"""Server load: N concurrent WebSocket sessions x M steps, against a trivial reference.
+
+    python3 bench/server_load.py --sessions 64 --steps 200
+
+Starts the EV Grid server (or uses ``--url``) and, in the same run, a trivial
+OpenEnv environment (an echo) served the same way; drives both with the same
+number of concurrent OpenEnv clients and prints p50/p95/p99 step latency, steps/s,
+errors, and the EV Grid / trivial ratio. A step's latency is measured in the
+client, from sending the action to holding the parsed observation. Episodes that
+end are reset (resets are not counted as steps).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import numpy as np
+from openenv.core import GenericEnvClient
+
+# Loaded before any timing: importing OpenEnv takes seconds.
+from evgrid_openenv.client import EVGridClient
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--sessions", type=int, default=64, help="concurrent sessions")
+    p.add_argument("--steps", type=int, default=200, help="steps per session")
+    p.add_argument(
+        "--url", default=None, help="a running EV Grid server (else start one)"
+    )
+    p.add_argument("--scenario", default="evening_peak")
+    p.add_argument("--json", action="store_true", help="print the figures as JSON")
+    p.add_argument("--serve-trivial", type=int, default=None, help=argparse.SUPPRESS)
+    return p.parse_args(argv)
+
+
+# --- The trivial reference environment ------------------------------------------
+
+
+def serve_trivial(port: int, max_sessions: int) -> None:
+    """An echo environment with OpenEnv's own app, as the latency floor."""
+    import uvicorn
+    from openenv.core.env_server.http_server import create_app
+    from openenv.core.env_server.interfaces import Environment
+    from openenv.core.env_server.types import Action, Observation, State
+    from pydantic import Field
+
+    class EchoAction(Action):
+        message: str = Field(description="Text to echo.")
+
+    class EchoObservation(Observation):
+        echoed: str = Field(default="", description="The text echoed.")
+
+    class EchoEnvironment(Environment):
+        SUPPORTS_CONCURRENT_SESSIONS = True
+
+        def __init__(self) -> None:
+            super().__init__()
+            self._state = State(step_count=0)
+
+        def reset(self, seed=None, episode_id=None, **kwargs) -> EchoObservation:
+            self._state = State(step_count=0)
+            return EchoObservation(echoed="ready", reward=0.0)
+
+        def step(self, action, timeout_s=None, **kwargs) -> EchoObservation:
+            self._state.step_count += 1
+            return EchoObservation(echoed=action.message, reward=0.0)
+
+        @property
+        def state(self) -> State:
+            return self._state
+
+    app = create_app(
+        EchoEnvironment, EchoAction, EchoObservation, max_concurrent_envs=max_sessions
+    )
+    uvicorn.run(
+        app,
+        host="127.0.0.1",
+        port=port,
+        log_level="warning",
+        ws_per_message_deflate=False,  # as the EV Grid server runs
+    )
+
+
+# --- Servers ------------------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start(cmd: list[str], port: int, env: dict[str, str]) -> subprocess.Popen:
+    proc = subprocess.Popen(cmd, cwd=ROOT, env={**os.environ, **env})
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"{cmd} exited with {proc.returncode}")
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2)
+            return proc
+        except OSError:
+            time.sleep(0.25)
+    proc.kill()
+    raise RuntimeError(f"{cmd} did not become healthy")
+
+
+# --- Load -----------------------------------------------------------------------------
+
+
+async def evgrid_session(url: str, seed: int, steps: int, scenario: str) -> tuple:
+    lat, errors = [], 0
+    async with EVGridClient(url, message_timeout_s=120) as client:
+        res = await client.reset(seed=seed, scenario=scenario)
+        start = time.perf_counter()
+        for _ in range(steps):
+            line = choose(res.observation)
+            t0 = time.perf_counter()
+            try:
+                res = await client.step(line)
+            except Exception:  # counted, and the session goes on
+                errors += 1
+                res = await client.reset(seed=seed, scenario=scenario)
+                continue
+            lat.append(time.perf_counter() - t0)
+            if res.done:
+                res = await client.reset(seed=seed + 1000, scenario=scenario)
+    return lat, errors, start, time.perf_counter()
+
+
+def choose(obs) -> str:
+    """A cheap client-side choice: the first routable (station, kind), else DEFER."""
+    req = obs.grid.request
+    for s, kinds in enumerate(obs.grid.route_mask):
+        for k, ok in enumerate(kinds):
+            if ok:
+                return f"ROUTE E{req.id} S{s + 1} {('SLOW', 'FAST', 'ULTRA')[k]}"
+    return (
+        f"DEFER E{req.id} {obs.grid.defer_options[0] if obs.grid.defer_options else 5}"
+    )
+
+
+async def trivial_session(url: str, seed: int, steps: int, scenario: str) -> tuple:
+    lat, errors = [], 0
+    async with GenericEnvClient(url, message_timeout_s=120) as client:
+        await client.reset(seed=seed)
+        start = time.perf_counter()
+        for i in range(steps):
+            t0 = time.perf_counter()
+            try:
+                await client.step({"message": f"ROUTE E{i} S1 FAST"})
+            except Exception:
+                errors += 1
+                continue
+            lat.append(time.perf_counter() - t0)
+    return lat, errors, start, time.perf_counter()
+
+
+def run_load(session, url: str, args: argparse.Namespace) -> dict:
+    async def all_sessions():
+        return await asyncio.gather(
+            *(session(url, s, args.steps, args.scenario) for s in range(args.sessions)),
+            return_exceptions=True,
+        )
+
+    results = asyncio.run(all_sessions())
+    done = [r for r in results if not isinstance(r, BaseException)]
+    # Throughput over the stepping phase: from the first session's first step to
+    # the last session's last step (connects and first resets excluded).
+    wall = max(r[3] for r in done) - min(r[2] for r in done) if done else float("nan")
+    lat = [x for r in results if not isinstance(r, BaseException) for x in r[0]]
+    errors = sum(r[1] for r in results if not isinstance(r, BaseException))
+    failed = [repr(r) for r in results if isinstance(r, BaseException)]
+    ms = np.array(lat) * 1000 if lat else np.array([np.nan])
+    return {
+        "steps": len(lat),
+        "errors": errors + len(failed) * args.steps,
+        "failed_sessions": len(failed),
+        "p50_ms": float(np.percentile(ms, 50)),
+        "p95_ms": float(np.percentile(ms, 95)),
+        "p99_ms": float(np.percentile(ms, 99)),
+        "steps_per_s": len(lat) / wall,
+        "wall_s": wall,
+        "first_failure": failed[0] if failed else None,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    if args.serve_trivial is not None:
+        serve_trivial(args.serve_trivial, max(args.sessions, 1))
+        return 0
+    env = {"EVGRID_MAX_SESSIONS": str(args.sessions + 8), "ENABLE_WEB_INTERFACE": "0"}
+    procs = []
+    try:
+        url = args.url
+        if url is None:
+            port = free_port()
+            procs.append(
+                start(
+                    [
+                        sys.executable,
+                        "-m",
+                        "uvicorn",
+                        "server:app",
+                        "--host",
+                        "127.0.0.1",
+                        "--port",
+                        str(port),
+                        "--log-level",
+                        "warning",
+                        "--ws-per-message-deflate",
+                        "false",
+                    ],
+                    port,
+                    env,
+                )  # fmt: skip
+            )
+            url = f"http://127.0.0.1:{port}"
+        tport = free_port()
+        procs.append(
+            start(
+                [
+                    sys.executable,
+                    __file__,
+                    "--serve-trivial",
+                    str(tport),
+                    "--sessions",
+                    str(args.sessions + 8),
+                ],
+                tport,
+                env,
+            )  # fmt: skip
+        )
+        trivial_url = f"http://127.0.0.1:{tport}"
+        figures = {
+            "evgrid": run_load(evgrid_session, url, args),
+            "trivial": run_load(trivial_session, trivial_url, args),
+        }
+    finally:
+        for p in procs:
+            p.terminate()
+            p.wait(timeout=15)
+    ratio = figures["evgrid"]["p50_ms"] / figures["trivial"]["p50_ms"]
+    figures["p50_ratio"] = ratio
+    figures["config"] = {
+        "sessions": args.sessions,
+        "steps": args.steps,
+        "cpus": os.cpu_count(),
+    }
+    if args.json:
+        print(json.dumps(figures, indent=2))
+        return 0
+    print(
+        f"{args.sessions} sessions x {args.steps} steps, {os.cpu_count()} CPUs, loopback"
+    )
+    print(f"{'server':8} {'steps':>6} {'errors':>6} {'p50 ms':>8} {'p95 ms':>8} "
+          f"{'p99 ms':>8} {'steps/s':>8}")  # fmt: skip
+    for name in ("evgrid", "trivial"):
+        f = figures[name]
+        print(
+            f"{name:8} {f['steps']:6d} {f['errors']:6d} {f['p50_ms']:8.2f} "
+            f"{f['p95_ms']:8.2f} {f['p99_ms']:8.2f} {f['steps_per_s']:8.0f}"
+        )
+        if f["first_failure"]:
+            print(f"  first failed session: {f['first_failure']}")
+    print(f"p50 ratio evgrid/trivial: {ratio:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
