@@ -40,6 +40,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--url", default=None, help="a running EV Grid server (else start one)"
     )
     p.add_argument("--scenario", default="evening_peak")
+    p.add_argument(
+        "--rounds",
+        type=int,
+        default=3,
+        help="alternate EV Grid and trivial loads this many times (other load on "
+        "the machine drifts; the ratio is taken per round and over all)",
+    )
     p.add_argument("--json", action="store_true", help="print the figures as JSON")
     p.add_argument("--serve-trivial", type=int, default=None, help=argparse.SUPPRESS)
     return p.parse_args(argv)
@@ -177,22 +184,31 @@ def run_load(session, url: str, args: argparse.Namespace) -> dict:
 
     results = asyncio.run(all_sessions())
     done = [r for r in results if not isinstance(r, BaseException)]
-    # Throughput over the stepping phase: from the first session's first step to
-    # the last session's last step (connects and first resets excluded).
-    wall = max(r[3] for r in done) - min(r[2] for r in done) if done else float("nan")
-    lat = [x for r in results if not isinstance(r, BaseException) for x in r[0]]
-    errors = sum(r[1] for r in results if not isinstance(r, BaseException))
     failed = [repr(r) for r in results if isinstance(r, BaseException)]
+    return {
+        "latencies_s": [x for r in done for x in r[0]],
+        "errors": sum(r[1] for r in done) + len(failed) * args.steps,
+        "failed_sessions": failed,
+        # Throughput over the stepping phase: from the first session's first step
+        # to the last session's last step (connects and first resets excluded).
+        "wall_s": max(r[3] for r in done) - min(r[2] for r in done)
+        if done
+        else float("nan"),
+    }
+
+
+def summarise(runs: list[dict]) -> dict:
+    lat = [x for r in runs for x in r["latencies_s"]]
     ms = np.array(lat) * 1000 if lat else np.array([np.nan])
+    failed = [f for r in runs for f in r["failed_sessions"]]
     return {
         "steps": len(lat),
-        "errors": errors + len(failed) * args.steps,
+        "errors": sum(r["errors"] for r in runs),
         "failed_sessions": len(failed),
         "p50_ms": float(np.percentile(ms, 50)),
         "p95_ms": float(np.percentile(ms, 95)),
         "p99_ms": float(np.percentile(ms, 99)),
-        "steps_per_s": len(lat) / wall,
-        "wall_s": wall,
+        "steps_per_s": len(lat) / sum(r["wall_s"] for r in runs),
         "first_failure": failed[0] if failed else None,
     }
 
@@ -245,10 +261,18 @@ def main(argv: list[str] | None = None) -> int:
             )  # fmt: skip
         )
         trivial_url = f"http://127.0.0.1:{tport}"
-        figures = {
-            "evgrid": run_load(evgrid_session, url, args),
-            "trivial": run_load(trivial_session, trivial_url, args),
-        }
+        runs: dict[str, list[dict]] = {"evgrid": [], "trivial": []}
+        round_ratios = []
+        for r in range(args.rounds):  # alternate the order against drifting load
+            order = ("evgrid", "trivial") if r % 2 == 0 else ("trivial", "evgrid")
+            for name in order:
+                if name == "evgrid":
+                    runs[name].append(run_load(evgrid_session, url, args))
+                else:
+                    runs[name].append(run_load(trivial_session, trivial_url, args))
+            p50 = {n: summarise([runs[n][-1]])["p50_ms"] for n in runs}
+            round_ratios.append(p50["evgrid"] / p50["trivial"])
+        figures = {name: summarise(rs) for name, rs in runs.items()}
     finally:
         for p in procs:
             p.terminate()
@@ -264,7 +288,8 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(figures, indent=2))
         return 0
     print(
-        f"{args.sessions} sessions x {args.steps} steps, {os.cpu_count()} CPUs, loopback"
+        f"{args.sessions} sessions x {args.steps} steps x {args.rounds} rounds, "
+        f"{os.cpu_count()} CPUs (load avg {os.getloadavg()[0]:.1f}), loopback"
     )
     print(f"{'server':8} {'steps':>6} {'errors':>6} {'p50 ms':>8} {'p95 ms':>8} "
           f"{'p99 ms':>8} {'steps/s':>8}")  # fmt: skip
@@ -276,7 +301,8 @@ def main(argv: list[str] | None = None) -> int:
         )
         if f["first_failure"]:
             print(f"  first failed session: {f['first_failure']}")
-    print(f"p50 ratio evgrid/trivial: {ratio:.2f}")
+    rounds = " ".join(f"{x:.2f}" for x in round_ratios)
+    print(f"p50 ratio evgrid/trivial: {ratio:.2f} (per round: {rounds})")
     return 0
 
 
