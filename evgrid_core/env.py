@@ -206,7 +206,7 @@ class EVGridEnv:
                     "open": bool(w.station_open(s)),
                     "plugs": list(st.plugs),
                     "busy": w.busy[s].tolist(),
-                    "queue": [len(q) for q in w.queues[s]],
+                    "queue": w.queue_len[s].tolist(),
                     "load_kw": round(float(w.station_kw[s]), 3),
                     "cap_kw": float(w.cap_kw(s)),
                     "load_shift_until_tick": int(w.shift_until[s])

@@ -61,15 +61,17 @@ class KPITracker:
 
     def on_tick(
         self,
-        util: np.ndarray,
-        new_stress: np.ndarray,
+        util: list[float],
+        new_stress: int,
+        n_over: int,
         stress_kwh: float,
         over_kwh: float,
     ) -> None:
-        self.peak_util = max(self.peak_util, float(util.max()))
-        self.feeder_util_history.append(util.tolist())
-        self.overload_ticks += int((util > 1.0).sum())
-        self.stress_events += int(new_stress.sum())
+        """One tick of feeders: utilisation per feeder, new excursions above the soft limit."""
+        self.peak_util = max(self.peak_util, max(util))
+        self.feeder_util_history.append(util)
+        self.overload_ticks += n_over
+        self.stress_events += new_stress
         self.stress_kwh += stress_kwh
         self.overload_kwh += over_kwh
 

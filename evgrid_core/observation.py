@@ -103,7 +103,7 @@ def build_observation(w: World, done: bool) -> Observation:
         defer_options = tuple(
             m for m in DEFER_MINUTES if defer_problem(w, ev, m) is None
         )
-    queue = np.array([[len(q) for q in per_kind] for per_kind in w.queues])
+    queue = w.queue_len.copy()
     horizon = slice(t, min(w.n_ticks, t + FORECAST_TICKS))
     fc = (w.background[horizon] + w.feeder_ev_kw) / w.tables.capacity_kw[horizon]
     shifted = w.shift_until > w.tick
@@ -134,7 +134,7 @@ def build_observation(w: World, done: bool) -> Observation:
         if fc.size
         else np.array(w.feeder_util, dtype=float),
         load_shifts_left=max(0, w.config.max_load_shifts_per_tick - w.shifts_this_tick),
-        station_names=tuple(st.name for st in city.stations),
+        station_names=w.tables.station_names,
     )
 
 

@@ -97,20 +97,9 @@ def route_mask(w: World) -> np.ndarray:
     if w.finished or not w.pending:
         return np.zeros((S, 3), dtype=bool)
     ev = w.pending[0]
+    node = w.node_list[ev]
     kinds = np.array([w.ac_ok[ev], w.dc_ok[ev], w.dc_ok[ev]])
-    mask = (w.tables.plugs > 0) & kinds[None, :]
-    minutes = w.travel_minutes(ev)
-    reach = (w.tables.city.road_km[w.node[ev]] <= w.range_km(ev)) & (
-        minutes <= w.config.max_travel_minutes
+    ok = w.tables.reachable[w._t(), node] & (
+        w.tables.city.road_km[node] <= w.range_km(ev)
     )
-    t = w._t()
-    arrive = w.tick + np.maximum(
-        1, np.ceil(minutes / w.config.tick_minutes - 1e-9)
-    ).astype(int)
-    open_arrive = np.where(
-        arrive < w.n_ticks,
-        w.tables.station_open[np.minimum(arrive, w.n_ticks - 1), np.arange(S)],
-        True,
-    )
-    ok = reach & w.tables.station_open[t] & open_arrive
-    return mask & ok[:, None]
+    return (w.tables.plugs > 0) & kinds[None, :] & ok[:, None]

@@ -40,6 +40,10 @@ class ScenarioTables:
     """Per-tick exogenous signals of a scenario, computed once per process."""
 
     city: City
+    travel_min: np.ndarray  # (T, N, S) [min] drive from each locality to each station
+    reachable: (
+        np.ndarray
+    )  # (T, N, S) bool: in the dispatch radius, open now and on arrival
     minute_of_day: np.ndarray  # (T,) [min]
     tariff: np.ndarray  # (T,) [INR/kWh]
     renewable: np.ndarray  # (T,) [0-1]
@@ -55,10 +59,14 @@ class ScenarioTables:
     speed_list: list[float]  # [tick] [km/h]
     open_rows: list[list[bool]]  # [tick][station]
     plugs_rows: list[list[int]]  # [station][kind]
+    capacity_rows: list[list[float]]  # [tick][feeder] [kW]
+    station_names: tuple[str, ...]
 
 
 @cache
-def _tables(sc: Scenario, tick_minutes: int) -> ScenarioTables:
+def _tables(
+    sc: Scenario, tick_minutes: int, max_travel_minutes: float
+) -> ScenarioTables:
     city = load_city()
     t = np.arange(sc.n_ticks)
     mod = (sc.start_minute + tick_minutes * t) % 1440
@@ -72,14 +80,30 @@ def _tables(sc: Scenario, tick_minutes: int) -> ScenarioTables:
     is_open = np.array([[st.is_open(m) for st in city.stations] for m in mod])
     for c in sc.closures:
         is_open[c.start_tick : c.end_tick, c.station - 1] = False
+    speed = np.array([road_speed_kmh(m) for m in mod]) * sc.speed_scale
+    # Drive time from every locality to every station, leaving at every tick, and
+    # whether a ROUTE there is reachable: within the dispatch radius, the station open
+    # now and when the EV gets there. The validator restates this for one pair.
+    travel = city.road_km[None, :, :] / speed[:, None, None] * 60.0  # (T, N, S) [min]
+    ticks = np.maximum(1, np.ceil(travel / tick_minutes - 1e-9)).astype(np.int64)
+    arrive = t[:, None, None] + ticks
+    S = city.n_stations
+    open_at_arrival = np.where(
+        arrive < sc.n_ticks,
+        is_open[np.minimum(arrive, sc.n_ticks - 1), np.arange(S)],
+        True,
+    )
+    reachable = (travel <= max_travel_minutes) & is_open[:, None, :] & open_at_arrival
     return ScenarioTables(
         city=city,
+        travel_min=travel,
+        reachable=reachable,
         minute_of_day=mod.astype(float),
         tariff=np.array([tariff_inr(m) for m in mod]),
         renewable=np.array(
             [renewable_share(m, sc.solar_scale, sc.wind_mw) for m in mod]
         ),
-        speed=np.array([road_speed_kmh(m) for m in mod]) * sc.speed_scale,
+        speed=speed,
         background_kw=background,
         capacity_kw=capacity,
         station_open=is_open,
@@ -87,16 +111,16 @@ def _tables(sc: Scenario, tick_minutes: int) -> ScenarioTables:
         limit_kw=np.array([st.limit_kw for st in city.stations]),
         plugs=np.array([st.plugs for st in city.stations]),
         road_km_rows=city.road_km.tolist(),
-        speed_list=(
-            np.array([road_speed_kmh(m) for m in mod]) * sc.speed_scale
-        ).tolist(),
+        speed_list=speed.tolist(),
         open_rows=is_open.tolist(),
         plugs_rows=[list(st.plugs) for st in city.stations],
+        capacity_rows=capacity.tolist(),
+        station_names=tuple(st.name for st in city.stations),
     )
 
 
 def scenario_tables(sc: Scenario, config: SimConfig) -> ScenarioTables:
-    return _tables(sc, config.tick_minutes)
+    return _tables(sc, config.tick_minutes, config.max_travel_minutes)
 
 
 class World:
@@ -159,6 +183,7 @@ class World:
         self.busy = np.zeros((S, 3), dtype=np.int64)
         self.queues: list[list[list[int]]] = [[[], [], []] for _ in range(S)]
         self.nonempty: set[tuple[int, int]] = set()  # (station, kind) with a queue
+        self.queue_len = np.zeros((S, 3), dtype=np.int64)  # len(self.queues[s][k])
         self.charging: list[int] = []
         self._sessions: tuple[np.ndarray, ...] | None = (
             None  # cached arrays of self.charging
@@ -170,11 +195,15 @@ class World:
         # Feeders
         self.background = tables.background_kw * feeder_noise  # (T, F)
         F = len(tables.city.feeders)
-        self.feeder_capacity = tables.capacity_kw[0].copy()
-        self.feeder_background = self.background[0].copy()
+        self.background_rows: list[list[float]] = self.background.tolist()
+        self.feeder_capacity: list[float] = tables.capacity_rows[0]
+        self.feeder_background: list[float] = self.background_rows[0]
         self.feeder_ev_kw = np.zeros(F)
-        self.feeder_util = self.feeder_background / self.feeder_capacity
-        self.above_soft = np.zeros(F, dtype=bool)
+        self.feeder_util = [
+            b / c
+            for b, c in zip(self.feeder_background, self.feeder_capacity, strict=True)
+        ]
+        self.above_soft = [False] * F
 
     # --- Clock -----------------------------------------------------------------------
     @property
@@ -213,11 +242,7 @@ class World:
     # --- Travel ------------------------------------------------------------------------
     def travel_minutes(self, ev: int) -> np.ndarray:
         """Drive time [min] from the EV's locality to every station, at today's speed."""
-        return (
-            self.tables.city.road_km[self.node[ev]]
-            / self.tables.speed[self._t()]
-            * 60.0
-        )
+        return self.tables.travel_min[self._t(), self.node_list[ev]]
 
     def travel_minutes_to(self, ev: int, s: int) -> float:
         """Drive time [min] from the EV's locality to station index ``s``."""
@@ -317,6 +342,7 @@ class World:
             s, k = int(self.station[ev]), int(self.kind[ev])
             self.status[ev] = QUEUED
             self.queues[s][k].append(ev)
+            self.queue_len[s, k] += 1
             self.nonempty.add((s, k))
             kpis.arrived_at_station += 1
         open_now = tables.station_open[t]
@@ -327,6 +353,7 @@ class World:
             q = self.queues[s][k]
             while q and self.busy[s, k] < tables.plugs_rows[s][k]:
                 self._plug_in(q.pop(0), s, k, now, kpis)
+                self.queue_len[s, k] -= 1
             if not q:
                 self.nonempty.discard((s, k))
         # Charging.
@@ -335,22 +362,33 @@ class World:
         else:
             self.station_kw[:] = 0.0
             self.feeder_ev_kw[:] = 0.0
-        # Feeders.
-        cap = tables.capacity_kw[t]
-        bg = self.background[t]
-        load = bg + self.feeder_ev_kw
-        self.feeder_capacity, self.feeder_background = cap, bg
-        self.feeder_util = load / cap
-        ev_kw = self.feeder_ev_kw
-        soft = np.minimum(ev_kw, np.maximum(0.0, load - cfg.soft_limit * cap))
-        hard = np.minimum(ev_kw, np.maximum(0.0, load - cap))
-        stress_kwh = float(soft.sum()) * self.dt_h
-        over_kwh = float(hard.sum()) * self.dt_h
+        # Feeders (six of them: plain floats are faster than numpy here).
+        cap = tables.capacity_rows[t]
+        bg = self.background_rows[t]
+        ev_kw = self.feeder_ev_kw.tolist()
+        soft_limit = cfg.soft_limit
+        util = []
+        stress_kw = over_kw = 0.0
+        n_new_stress = n_over = 0
+        for f, c in enumerate(cap):
+            e = ev_kw[f]
+            load = bg[f] + e
+            u = load / c
+            util.append(u)
+            if u > soft_limit:
+                stress_kw += min(e, load - soft_limit * c)
+                n_new_stress += not self.above_soft[f]
+                self.above_soft[f] = True
+            else:
+                self.above_soft[f] = False
+            if u > 1.0:
+                over_kw += min(e, load - c)
+                n_over += 1
+        self.feeder_capacity, self.feeder_background, self.feeder_util = cap, bg, util
+        stress_kwh, over_kwh = stress_kw * self.dt_h, over_kw * self.dt_h
         parts["grid_stress"] -= w.grid_stress * stress_kwh
         parts["peak"] -= w.peak * over_kwh
-        above = self.feeder_util > cfg.soft_limit
-        kpis.on_tick(self.feeder_util, above & ~self.above_soft, stress_kwh, over_kwh)
-        self.above_soft = above
+        kpis.on_tick(util, n_new_stress, n_over, stress_kwh, over_kwh)
         # Waiting in queues; patience and deadlines run out at the end of the tick.
         end = now + tm
         queued = 0
@@ -360,6 +398,7 @@ class World:
             gone = [ev for ev in q if self.patience_minute[ev] < end]
             for ev in gone:
                 q.remove(ev)
+                self.queue_len[s, k] -= 1
                 self.strand(ev, parts, kpis)
             if not q:
                 self.nonempty.discard((s, k))
