@@ -8,8 +8,6 @@ import math
 import numpy as np
 import pytest
 
-pytest.importorskip("scipy")
-
 from evaluation.runner import EPISODES_FILE, load_records, run_comparison, run_episode
 from evaluation.stats import add_pct_optimal, paired, pct_of_optimal, summarise
 from evgrid_cli.main import main

@@ -22,8 +22,6 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-pytest.importorskip("scipy")
-
 from evaluation.optimum import (
     INVALID_ANSWER,
     build_model,
