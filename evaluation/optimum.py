@@ -45,7 +45,7 @@ def _require_scipy():  # noqa: ANN202
     return sp, Bounds, LinearConstraint, milp
 
 
-# --- Model -------------------------------------------------------------------------------
+# --- Model ----------------------------------------------------------------------------
 @dataclass
 class Model:
     """min c.x + offset  s.t.  lo <= A x <= hi, x[:n_options] binary, the rest >= 0."""
@@ -98,10 +98,20 @@ def build_model(trace: EpisodeTrace, config: SimConfig, opts: Options) -> Model:
     # Session ticks of every option, flattened.
     has = lengths > 0
     o_idx = np.repeat(np.flatnonzero(has), lengths[has])
-    t_idx = np.concatenate([arrive[o] + np.arange(lengths[o]) for o in np.flatnonzero(has)] or [np.zeros(0, int)])  # fmt: skip
-    e_val = np.concatenate([opts.energy[o] for o in np.flatnonzero(has)] or [np.zeros(0)])  # fmt: skip
+    t_idx = np.concatenate(
+        [arrive[o] + np.arange(lengths[o]) for o in np.flatnonzero(has)]
+        or [np.zeros(0, int)]
+    )
+    e_val = np.concatenate(
+        [opts.energy[o] for o in np.flatnonzero(has)] or [np.zeros(0)]
+    )
     # Plugs per (station, kind, tick).
-    r1 = block("plugs", S * 3 * T, np.full(S * 3 * T, -np.inf), np.repeat(trace.plugs.reshape(-1), T).astype(float))  # fmt: skip
+    r1 = block(
+        "plugs",
+        S * 3 * T,
+        np.full(S * 3 * T, -np.inf),
+        np.repeat(trace.plugs.reshape(-1), T).astype(float),
+    )
     rows.append(r1 + (station[o_idx] * 3 + kind[o_idx]) * T + t_idx)
     cols.append(o_idx)
     vals.append(np.ones(len(o_idx)))
@@ -116,7 +126,12 @@ def build_model(trace: EpisodeTrace, config: SimConfig, opts: Options) -> Model:
     if len(tight):
         pos = -np.ones(S, dtype=int)
         pos[tight] = np.arange(len(tight))
-        r2 = block("station_limit", len(tight) * T, np.full(len(tight) * T, -np.inf), np.repeat(trace.limit_kw[tight], T))  # fmt: skip
+        r2 = block(
+            "station_limit",
+            len(tight) * T,
+            np.full(len(tight) * T, -np.inf),
+            np.repeat(trace.limit_kw[tight], T),
+        )
         sel = pos[station[o_idx]] >= 0
         rows.append(r2 + pos[station[o_idx[sel]]] * T + t_idx[sel])
         cols.append(o_idx[sel])
@@ -187,7 +202,7 @@ def selection_feasible(model: Model, chosen: list[int]) -> bool:
     return bool(np.all(ax <= model.hi[:k] + 1e-9) and np.all(ax >= model.lo[:k] - 1e-9))
 
 
-# --- Solve -------------------------------------------------------------------------------
+# --- Solve ----------------------------------------------------------------------------
 @dataclass
 class Solution:
     x: np.ndarray | None
@@ -199,22 +214,34 @@ class Solution:
     gap: float | None
 
 
-def solve(model: Model, *, time_limit_s: float = 30.0, relax: bool = False, mip_rel_gap: float = 1e-6) -> Solution:  # fmt: skip
+def solve(
+    model: Model,
+    *,
+    time_limit_s: float = 30.0,
+    relax: bool = False,
+    mip_rel_gap: float = 1e-6,
+) -> Solution:
     """Solve with HiGHS (``scipy.optimize.milp``); ``relax`` solves the LP relaxation."""
     _, Bounds, LinearConstraint, milp = _require_scipy()
     nvar = len(model.c)
     integrality = np.zeros(nvar)
     if not relax:
         integrality[: model.n_options] = 1
-    upper = np.concatenate([np.ones(model.n_options), np.full(nvar - model.n_options, np.inf)])  # fmt: skip
+    upper = np.concatenate(
+        [np.ones(model.n_options), np.full(nvar - model.n_options, np.inf)]
+    )
     t0, c0 = time.perf_counter(), time.process_time()
     res = milp(
         model.c,
         constraints=LinearConstraint(model.A, model.lo, model.hi),
         integrality=integrality,
         bounds=Bounds(np.zeros(nvar), upper),
-        options={"time_limit": float(time_limit_s), "mip_rel_gap": mip_rel_gap, "disp": False},
-    )  # fmt: skip
+        options={
+            "time_limit": float(time_limit_s),
+            "mip_rel_gap": mip_rel_gap,
+            "disp": False,
+        },
+    )
     seconds = time.perf_counter() - t0
     cpu = time.process_time() - c0
     x = res.x if res.x is not None else None
@@ -229,7 +256,7 @@ def solve(model: Model, *, time_limit_s: float = 30.0, relax: bool = False, mip_
     return Solution(x, obj, bound, str(res.message), seconds, cpu, gap)
 
 
-# --- Plan and replay ------------------------------------------------------------------------
+# --- Plan and replay ------------------------------------------------------------------
 def plan_actions(opts: Options, x: np.ndarray) -> dict[int, list[Defer | Route | str]]:
     """EV id -> the actions that realise its chosen option, in order."""
     chosen = np.flatnonzero(x[: len(opts)] > 0.5)
@@ -272,12 +299,18 @@ class OptimumResult:
     def summary(self) -> dict[str, Any]:
         d = {k: v for k, v in self.__dict__.items() if k not in ("env", "plan")}
         d["plan_actions"] = sum(len(v) for v in self.plan.values())
-        words = [a.split()[0] if not a.startswith("ROUTE") else a.split()[-1] for v in self.plan.values() for a in v]  # fmt: skip
+        words = [
+            a.split()[0] if not a.startswith("ROUTE") else a.split()[-1]
+            for v in self.plan.values()
+            for a in v
+        ]
         d["plan_mix"] = {w: words.count(w) for w in sorted(set(words))}
         return d
 
 
-def replay(env: EVGridEnv, plan: dict[int, list[Defer | Route | str]]) -> tuple[float, int]:  # fmt: skip
+def replay(
+    env: EVGridEnv, plan: dict[int, list[Defer | Route | str]]
+) -> tuple[float, int]:
     """Drive ``env`` (just reset) with the plan; returns (return, refused steps)."""
     nxt = dict.fromkeys(plan, 0)
     refused = 0
@@ -308,7 +341,9 @@ def solve_episode(
     env.reset(seed=seed, scenario=scenario, **(reset_kwargs or {}))
     trace = episode_trace(env)
     t0 = time.perf_counter()
-    opts = build_options(trace, config, stations_per_kind=stations_per_kind, max_defer_min=max_defer_min)  # fmt: skip
+    opts = build_options(
+        trace, config, stations_per_kind=stations_per_kind, max_defer_min=max_defer_min
+    )
     model = build_model(trace, config, opts)
     build_s = time.perf_counter() - t0
     lp = solve(model, time_limit_s=time_limit_s, relax=True) if lp_bound else None
@@ -337,9 +372,12 @@ def solve_episode(
         lp_s=0.0 if lp is None else lp.seconds,
         build_s=build_s,
         invalid_steps=refused,
-        plan={k: [a if isinstance(a, str) else _fmt(a) for a in v] for k, v in plan.items()},
+        plan={
+            k: [a if isinstance(a, str) else _fmt(a) for a in v]
+            for k, v in plan.items()
+        },
         env=replay_env,
-    )  # fmt: skip
+    )
 
 
 def _fmt(a: Defer | Route) -> str:
@@ -348,7 +386,9 @@ def _fmt(a: Defer | Route) -> str:
     return format_action(a)
 
 
-def model_parts(opts: Options, model: Model, x: np.ndarray, config: SimConfig) -> dict[str, float]:  # fmt: skip
+def model_parts(
+    opts: Options, model: Model, x: np.ndarray, config: SimConfig
+) -> dict[str, float]:
     """The model's cost of the chosen plan by reward key, as (negative) reward parts."""
     out = dict.fromkeys(REWARD_KEYS, 0.0)
     for o in np.flatnonzero(x[: len(opts)] > 0.5).tolist():

@@ -89,11 +89,17 @@ def build_options(
         urgency = w.urgency if trace.critical[i] else 0.0
         # The invalid answer at the first request: always possible.
         opts.add(
-            ev=i, station=STRAND, kind=-1, defers=(), decide_tick=r, arrive_tick=-1,
+            ev=i,
+            station=STRAND,
+            kind=-1,
+            defers=(),
+            decide_tick=r,
+            arrive_tick=-1,
             cost=w.invalid + w.stranded + urgency,
             parts={"invalid": w.invalid, "stranded": w.stranded, "urgency": urgency},
-            energy=np.zeros(0), plug_kw=0.0,
-        )  # fmt: skip
+            energy=np.zeros(0),
+            plug_kw=0.0,
+        )
         node = int(trace.node[i])
         range_km = float(trace.soc[i] * trace.battery_kwh[i] * trace.km_per_kwh[i])
         for k in range(3):
@@ -159,8 +165,15 @@ def build_options(
                         "urgency": urgency if deadline < tm * min(a, T) else 0.0,
                     }
                     opts.add(
-                        ev=i, station=s, kind=k, defers=seq, decide_tick=d,
-                        arrive_tick=a, cost=sum(parts.values()), parts=parts,
-                        energy=e, plug_kw=kw,
-                    )  # fmt: skip
+                        ev=i,
+                        station=s,
+                        kind=k,
+                        defers=seq,
+                        decide_tick=d,
+                        arrive_tick=a,
+                        cost=sum(parts.values()),
+                        parts=parts,
+                        energy=e,
+                        plug_kw=kw,
+                    )
     return opts

@@ -128,7 +128,9 @@ def _waits(plt, runs, pols, colors, sc):  # noqa: ANN001, ANN202
         patch.set_alpha(0.6)
     ax.set_xticks(np.arange(1, len(pols) + 1), pols, rotation=25, ha="right")
     ax.set_ylabel("wait from request to plug-in [min]")
-    ax.set_title(f"{sc}: plug-in waits, all EVs of all seeds (box 25-75 %, whiskers 1.5 IQR)")  # fmt: skip
+    ax.set_title(
+        f"{sc}: plug-in waits, all EVs of all seeds (box 25-75 %, whiskers 1.5 IQR)"
+    )
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
     return fig

@@ -133,7 +133,9 @@ def _headline(summary: dict[str, Any], policies: list[str]) -> list[str]:
     return lines
 
 
-def markdown(summary: dict[str, Any], policies: list[str], plot_files: dict[str, list[str]]) -> str:  # fmt: skip
+def markdown(
+    summary: dict[str, Any], policies: list[str], plot_files: dict[str, list[str]]
+) -> str:
     """The report as markdown: one section per scenario."""
     ref = summary["reference"]
     lines = ["# Policy comparison", ""]
@@ -247,7 +249,9 @@ def write_report(
     if plots:
         from .plots import write_plots
 
-        plot_files = write_plots(records, out_dir, policies=policies, scenarios=scenarios)  # fmt: skip
+        plot_files = write_plots(
+            records, out_dir, policies=policies, scenarios=scenarios
+        )
         written += [Path(p) for ps in plot_files.values() for p in ps]
     md = out_dir / "report.md"
     md.write_text(markdown(summary, policies, plot_files))

@@ -20,7 +20,7 @@ OPTIMUM = "optimum"  # the hindsight optimum's row in a comparison
 EPISODES_FILE = "episodes.jsonl"
 
 
-# --- One episode ----------------------------------------------------------------------------
+# --- One episode ----------------------------------------------------------------------
 def max_feeder_utilisation(env: EVGridEnv) -> list[float]:
     """Per tick so far, the highest feeder utilisation [0-1] (from the KPI history)."""
     return [float(max(u)) for u in env.kpis.feeder_util_history]
@@ -73,7 +73,7 @@ def run_episode(
     return _record(policy, scenario, seed, env)
 
 
-# --- Many episodes, resumable ---------------------------------------------------------------
+# --- Many episodes, resumable ---------------------------------------------------------
 def load_records(path: Path) -> list[dict[str, Any]]:
     """Records of a JSONL file; a torn last line (interrupted write) is ignored."""
     if not path.exists():

@@ -27,7 +27,9 @@ def t95(n: int) -> float:
     return float(stats.t.ppf(0.975, n - 1)) if n > 1 else math.nan
 
 
-def by_scenario_policy(records: Iterable[Record]) -> dict[str, dict[str, dict[int, Record]]]:  # fmt: skip
+def by_scenario_policy(
+    records: Iterable[Record],
+) -> dict[str, dict[str, dict[int, Record]]]:
     """scenario -> policy -> seed -> record (the last record wins on duplicates)."""
     out: dict[str, dict[str, dict[int, Record]]] = defaultdict(
         lambda: defaultdict(dict)
@@ -48,7 +50,9 @@ def value(r: Record, key: str) -> float:
     return float(r["kpis"][key])
 
 
-def summarise(runs: Mapping[int, Record], keys: Iterable[str]) -> dict[str, dict[str, float]]:  # fmt: skip
+def summarise(
+    runs: Mapping[int, Record], keys: Iterable[str]
+) -> dict[str, dict[str, float]]:
     """Mean, sd, 95 % CI half-width and n of each key over one policy's episodes."""
     rows = [{k: value(r, k) for k in keys} for r in runs.values()]
     return aggregate(rows)

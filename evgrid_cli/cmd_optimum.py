@@ -86,11 +86,15 @@ def _print(res, baselines: dict[str, float]) -> None:  # noqa: ANN001
     print(
         f"{res.scenario} seed {res.seed}: {res.n_evs} EVs, {res.n_options} plan options"
     )
-    print(f"  build {res.build_s:.1f} s, LP {res.lp_s:.1f} s, MILP {res.solve_s:.1f} s (CPU {res.solve_cpu_s:.1f} s): {res.status}")  # fmt: skip
+    print(
+        f"  build {res.build_s:.1f} s, LP {res.lp_s:.1f} s, MILP {res.solve_s:.1f} s (CPU {res.solve_cpu_s:.1f} s): {res.status}"
+    )
     print(f"  solver objective (return)   {f(res.objective_return)}")
     print(f"  best bound (return)         {f(res.bound_return)}")
     print(f"  LP relaxation (return)      {f(res.lp_return)}")
-    print(f"  replayed return (the number){res.replay_return:>10.4f}   refused steps: {res.invalid_steps}")  # fmt: skip
+    print(
+        f"  replayed return (the number){res.replay_return:>10.4f}   refused steps: {res.invalid_steps}"
+    )
     print("  reward parts  replay / model:")
     for k, v in res.replay_parts.items():
         print(f"    {k:<12}{v:>10.4f} {res.model_parts.get(k, 0.0):>10.4f}")

@@ -126,7 +126,7 @@ def episode_trace(source: EVGridEnv | World) -> EpisodeTrace:
     )
 
 
-# --- Per-EV arithmetic of the world (checked against it by the replay tests) -------------
+# --- Per-EV arithmetic of the world (checked against it by the replay tests) ----------
 def travel_minutes(trace: EpisodeTrace, ev: int, station: int, tick: int) -> float:
     """[min] drive from EV ``ev``'s locality to station index ``station`` leaving at ``tick``."""
     t = min(tick, trace.n_ticks - 1)
