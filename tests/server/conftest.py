@@ -7,38 +7,14 @@ so the tests exercise the real app, the real WebSocket transport and the real cl
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
-import time
-import urllib.request
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
+from server_helpers import ROOT, free_port, wait_healthy
 
-ROOT = Path(__file__).resolve().parents[2]
 MAX_SESSIONS = 64  # what the concurrency tests need, with room to spare
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_healthy(url: str, proc: subprocess.Popen, timeout_s: float = 90.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"server exited with {proc.returncode}")
-        try:
-            with urllib.request.urlopen(f"{url}/health", timeout=2) as r:
-                if r.status == 200:
-                    return
-        except OSError:
-            time.sleep(0.2)
-    raise RuntimeError(f"server at {url} not healthy after {timeout_s:.0f} s")
 
 
 @pytest.fixture(scope="session")

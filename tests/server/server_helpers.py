@@ -2,19 +2,48 @@
 
 from __future__ import annotations
 
+import socket
+import subprocess
+import time
+import urllib.request
+from pathlib import Path
+
 import pytest
 
 from evgrid_core import EVGridEnv, format_action
 from evgrid_core.policies import make_policy
-from evgrid_openenv.models import EVGridAction
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_healthy(url: str, proc: subprocess.Popen, timeout_s: float = 90.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"server exited with {proc.returncode}")
+        try:
+            with urllib.request.urlopen(f"{url}/health", timeout=2) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.2)
+    raise RuntimeError(f"server at {url} not healthy after {timeout_s:.0f} s")
 
 
 def as_line(action: object) -> str:
     return action if isinstance(action, str) else format_action(action)  # type: ignore[arg-type]
 
 
-def as_typed(line: str) -> EVGridAction:
+def as_typed(line: str):  # -> EVGridAction
     """The typed wire form of a canonical line (what a non-LLM agent sends)."""
+    from evgrid_openenv.models import EVGridAction  # needs the server extra
+
     word, *rest = line.split()
     if word == "ROUTE":
         return EVGridAction(

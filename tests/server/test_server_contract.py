@@ -13,8 +13,8 @@ pytest.importorskip("openenv")
 
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
+from server_helpers import ROOT, free_port, wait_healthy  # noqa: E402
 
-from conftest import ROOT  # noqa: E402
 from evgrid_core import ACTION_SYNTAX, KPI_UNITS, REWARD_KEYS, action_contract  # noqa: E402
 from evgrid_openenv.client import EVGridClient, EVGridServerError  # noqa: E402
 from evgrid_openenv.models import COMMAND_FIELDS  # noqa: E402
@@ -111,7 +111,17 @@ _values = st.one_of(
     st.lists(st.integers(), max_size=3),
 )
 _keys = st.sampled_from(
-    ["text", "command", "ev", "station", "charger", "minutes", "cap_pct", "metadata", "x"]
+    [
+        "text",
+        "command",
+        "ev",
+        "station",
+        "charger",
+        "minutes",
+        "cap_pct",
+        "metadata",
+        "x",
+    ]
 )
 _payloads = st.dictionaries(_keys, _values, max_size=5)
 
@@ -143,3 +153,35 @@ def test_server_websocket_fuzz_keeps_the_session(server_url: str) -> None:
         one()
         assert {"step", "VALIDATION_ERROR"} <= seen  # it reached steps and refusals
         assert client.state().scenario == "evening_peak"  # and the session lives
+
+
+def test_server_evgrid_serve_starts_the_server(tmp_path) -> None:
+    port = free_port()
+    with (tmp_path / "serve.log").open("w") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "evgrid_cli", "serve", "--host", "127.0.0.1",
+             "--port", str(port), "--max-sessions", "2", "--log-level", "warning"],
+            cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+    try:
+        url = f"http://127.0.0.1:{port}"
+        wait_healthy(url, proc)
+        assert httpx.get(url + "/metadata", timeout=30).json()["name"] == "evgrid"
+        with EVGridClient(url).sync() as a, EVGridClient(url).sync() as b:
+            a.reset(seed=1)
+            b.reset(seed=2)
+            c = EVGridClient(url).sync()  # a third session: --max-sessions 2 holds
+            with pytest.raises(EVGridServerError, match="CAPACITY_REACHED"), c:
+                c.reset(seed=3)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=15)
+
+
+def test_server_evgrid_serve_rejects_a_bad_port() -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "evgrid_cli", "serve", "--port", "70000"],
+        capture_output=True, text=True, timeout=120, cwd=ROOT,
+    )  # fmt: skip
+    assert out.returncode == 2
+    assert "port must be 1..65535, got 70000" in out.stderr
