@@ -26,7 +26,13 @@ import numpy as np
 
 from evgrid_core import SimConfig
 from evgrid_core.actions import DEFER_MINUTES
-from evgrid_core.trace import EpisodeTrace, session_energy, travel_minutes, travel_ticks
+from evgrid_core.trace import (
+    EpisodeTrace,
+    session_energy,
+    travel_minutes,
+    travel_ticks,
+    unmet_after,
+)
 
 STRAND = -1  # station index of the "invalid answer" option
 
@@ -163,7 +169,10 @@ def build_options(
                         "renewable": w.renewable
                         * float(e @ (1.0 - trace.renewable_share[a : a + n_ch])),
                         "urgency": urgency if deadline < tm * min(a, T) else 0.0,
-                    }
+                        "unmet": w.unmet
+                        * unmet_after(config, soc=soc0, target=float(trace.target[i]),
+                                      battery_kwh=float(trace.battery_kwh[i]), energies=e.tolist()),
+                    }  # fmt: skip
                     opts.add(
                         ev=i,
                         station=s,

@@ -10,7 +10,9 @@ class RewardWeights:
     """Weights of the named reward parts. Every part is a cost (reward <= 0).
 
     Costs only, so no tick can pay more than nothing: an invalid action (which
-    strands its EV and pays ``invalid`` on top) is always worse than any valid one.
+    strands its EV and pays ``invalid`` on top: 5.0) is always worse than any valid
+    one, whose own costs are at most 90 min of travel or 60 min of defer plus abuse
+    (1.8) and, in the last step, the energy the EV is still owed (52 kWh: 1.04).
     """
 
     wait: float = 0.02  # [per EV-minute] defer + travel + queue time before plug-in
@@ -25,6 +27,9 @@ class RewardWeights:
         0.25  # [per defer] times the number of earlier defers of that EV
     )
     load_shift: float = 0.1  # [per action] each demand-response cap issued
+    unmet: float = (
+        0.02  # [per kWh] energy still owed at the end to EVs routed, queued or charging
+    )
 
 
 REWARD_KEYS: tuple[str, ...] = (
@@ -38,6 +43,7 @@ REWARD_KEYS: tuple[str, ...] = (
     "invalid",
     "defer_abuse",
     "load_shift",
+    "unmet",
 )
 
 

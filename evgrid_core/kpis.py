@@ -21,6 +21,7 @@ KPI_UNITS: dict[str, str] = {
     "evs_plugged_in": "EVs",
     "evs_served": "EVs",
     "energy_kwh": "kWh",
+    "unmet_kwh": "kWh",
     "critical_on_time_pct": "%",
     "stranded": "EVs",
     "peak_feeder_util_pct": "%",
@@ -50,6 +51,7 @@ class KPITracker:
         self.stress_events = 0
         self.stress_kwh = self.overload_kwh = 0.0
         self.energy = self.renewable_energy = self.cost = 0.0
+        self.unmet_kwh = 0.0  # [kWh] still owed at the end to EVs in the system
         self.total_return = 0.0
         self.feeder_util_history: list[list[float]] = []  # [tick][feeder] utilisation
         self.parts_total = dict.fromkeys(REWARD_KEYS, 0.0)
@@ -99,6 +101,7 @@ class KPITracker:
             "evs_plugged_in": len(self.waits),
             "evs_served": self.served,
             "energy_kwh": self.energy,
+            "unmet_kwh": self.unmet_kwh,
             "critical_on_time_pct": 100.0 * self.critical_on_time / critical
             if critical
             else 100.0,

@@ -174,3 +174,25 @@ def session_energy(
             break
         soc = soc + energy * config.charge_efficiency / battery_kwh
     return out
+
+
+def unmet_after(
+    config: SimConfig,
+    *,
+    soc: float,
+    target: float,
+    battery_kwh: float,
+    energies: list[float],
+) -> float:
+    """[kWh grid side] still owed at the episode's end after a session's ``energies``.
+
+    0 when the session reached its target (the EV left); the same float operations
+    and done test as ``World._charge`` and ``World._settle_unmet``.
+    """
+    eff = config.charge_efficiency
+    for e in energies:
+        need = max(0.0, (target - soc) * battery_kwh / eff)
+        if e >= need - 1e-9:
+            return 0.0
+        soc = soc + e * eff / battery_kwh
+    return max(0.0, (target - soc) * battery_kwh / eff)

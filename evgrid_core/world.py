@@ -310,6 +310,8 @@ class World:
         """Run ticks until one has a request to decide, or the episode ends."""
         while True:
             if self.tick >= self.n_ticks:
+                if not self.finished:
+                    self._settle_unmet(parts, kpis)
                 self.finished = True
                 return
             if not self.pending:
@@ -319,6 +321,23 @@ class World:
             self._physics(parts, kpis)
             self.tick += 1
             self.shifts_this_tick = 0
+
+    def _settle_unmet(self, parts: dict[str, float], kpis) -> None:  # noqa: ANN001
+        """At the end, energy still owed to EVs on their way, queued or charging costs.
+
+        Without this, charging slowly (or late) would be cheaper simply because part of
+        the energy falls after the episode ends.
+        """
+        owed = (self.status >= TRAVELING) & (self.status <= CHARGING)
+        if owed.any():
+            soc, battery, target = self.soc[owed], self.battery[owed], self.target[owed]
+            kwh = float(
+                np.maximum(
+                    0.0, (target - soc) * battery / self.config.charge_efficiency
+                ).sum()
+            )
+            parts["unmet"] -= self.config.weights.unmet * kwh
+            kpis.unmet_kwh += kwh
 
     def _collect_requests(self) -> None:
         due = self.arrivals_at.pop(self.tick, []) + self.requests_at.pop(self.tick, [])

@@ -204,3 +204,20 @@ def test_feeder_utilisation_history_has_one_row_per_tick() -> None:
     assert max(max(row) for row in history) == pytest.approx(
         env.kpi_summary()["peak_feeder_util_pct"] / 100
     )
+
+
+def test_energy_still_owed_at_the_end_costs_exactly_unmet() -> None:
+    """A car that cannot finish before the episode ends pays for what it still needs."""
+    env = one_car(tick=40)  # 23:00 + 200 min; it charges in ticks 41..47 (7 ticks)
+    res = env.step("ROUTE E1 S5 SLOW")
+    soc = 0.2 - 2.0 / 7.0 / 40.5
+    delivered = 7 * 7.0 * 5 / 60  # 7 kW (the charger) for 7 ticks
+    owed = (0.8 - soc) * 40.5 / 0.92 - delivered
+    k = env.kpi_summary()
+    assert k["energy_kwh"] == pytest.approx(delivered, rel=1e-12)
+    assert k["unmet_kwh"] == pytest.approx(owed, rel=1e-9)
+    assert res.info["reward_parts"]["unmet"] == pytest.approx(-W.unmet * owed, rel=1e-9)
+    # The same car on ULTRA finishes in time: nothing owed.
+    env = one_car(tick=30)
+    assert env.step("ROUTE E1 S5 ULTRA").info["reward_parts"]["unmet"] == 0.0
+    assert env.kpi_summary()["unmet_kwh"] == 0.0
