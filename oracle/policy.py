@@ -82,6 +82,10 @@ class GGUFPolicy:
     ) -> None:
         """Load ``model_path`` (or use an already open ``llama``).
 
+        ``threads``: CPU threads for llama.cpp (default ``EVGRID_ORACLE_THREADS``,
+        else all cores; on a machine shared with other busy processes 1 is faster,
+        as llama.cpp's threads wait on each other).
+
         ``fallback``: the heuristic that decides when the model fails (``None``:
         answer the model's line as it is, to measure its raw validity).
         ``load_shift=False`` keeps LOAD_SHIFT out of the grammar.
@@ -96,7 +100,10 @@ class GGUFPolicy:
             llama = load_llama(
                 model_path,
                 n_ctx=n_ctx,
-                threads=threads or os.cpu_count() or 1,
+                threads=threads
+                or int(os.environ.get("EVGRID_ORACLE_THREADS", 0))
+                or os.cpu_count()
+                or 1,
                 verbose=verbose,
             )
         self.llm = llama

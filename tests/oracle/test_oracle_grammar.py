@@ -159,7 +159,7 @@ def test_llama_cpp_generates_only_parsable_lines_under_the_grammar(tiny_llama) -
 
     grammar = LlamaGrammar.from_string(action_grammar(), verbose=False)
     outs = set()
-    for seed in range(60):
+    for seed in range(25):
         out = tiny_llama.create_completion(
             f"<|im_start|>user\ndecide {seed}<|im_end|>\n<|im_start|>assistant\n",
             max_tokens=max_answer_tokens(),
@@ -174,7 +174,7 @@ def test_llama_cpp_generates_only_parsable_lines_under_the_grammar(tiny_llama) -
         assert out["choices"][0]["finish_reason"] == "stop", text
         assert parser_accepts(text), text
         outs.add(text)
-    assert len(outs) > 30  # sampled, not one answer repeated
+    assert len(outs) > 12  # sampled, not one answer repeated
 
 
 # --- The per-step language -------------------------------------------------------------------

@@ -1,9 +1,11 @@
-"""GGUFPolicy: the policy protocol, the fallback path, and real GGUF episodes.
+"""GGUFPolicy: the policy protocol, the fallback path, and real GGUF decisions.
 
-Real models: (a) the tiny random-weight Qwen2 with the Qwen2.5 vocabulary over two
-full episodes (evening_peak, festival_surge); (b) SmolLM2-135M-Instruct over two full
-episodes of the two shortest scenarios (quiet_night, morning_peak) to keep CPU time
-modest. With the grammar every decision must be valid in the core.
+Real models, decoded under the per-step grammar, every decision checked by the core:
+(a) the tiny random-weight Qwen2 with the Qwen2.5 vocabulary over full episodes of
+quiet_night and morning_peak; (b) SmolLM2-135M-Instruct over a full quiet_night
+episode and the first 10 decisions of morning_peak, with 4 stations in the prompt
+(CPU time: a SmolLM2 decision costs 1-4 s on 2 shared cores).
+`bench/oracle_latency.py --full` runs both models over whole episodes.
 """
 
 from __future__ import annotations
@@ -109,7 +111,7 @@ def test_without_a_fallback_the_raw_line_is_answered_and_judged_by_the_core() ->
     policy.use_grammar = False
     assert policy.act(obs) == "ROUTE E999 S1 FAST"
     res = env.step("ROUTE E999 S1 FAST")
-    assert not res.info["valid"] and "not the request" in res.info["reason"]
+    assert not res.info["valid"] and "E999" in res.info["reason"]
 
 
 def test_latency_is_recorded_per_decision() -> None:
@@ -127,12 +129,15 @@ def test_latency_is_recorded_per_decision() -> None:
 # --- Real GGUF models over full episodes ----------------------------------------------------
 
 
-def run_episode(policy: GGUFPolicy, scenario: str, seed: int) -> list[dict]:
+def run_episode(
+    policy: GGUFPolicy, scenario: str, seed: int, cap: int | None = None
+) -> list[dict]:
+    """Decide until the episode ends (or ``cap`` decisions); one row per decision."""
     env = EVGridEnv()
     obs = env.reset(seed=seed, scenario=scenario)
     policy.reset(seed)
     rows = []
-    while not env.done:
+    while not env.done and (cap is None or len(rows) < cap):
         allowed = set(allowed_actions(obs))
         action = policy.act(obs)
         res = env.step(action)
@@ -145,40 +150,48 @@ def run_episode(policy: GGUFPolicy, scenario: str, seed: int) -> list[dict]:
             }
         )
         obs = env.observation()
+    if cap is None:
+        assert env.done  # a full episode
     return rows
 
 
 def assert_all_valid_from_grammar(rows: list[dict]) -> None:
     bad = [r for r in rows if not r["valid"] or r["source"] != "grammar"]
     assert bad == [], bad[:3]
-    assert all(r["prompt_tokens"] > 200 for r in rows)
+    assert all(r["prompt_tokens"] > 150 for r in rows)
 
 
-@pytest.mark.parametrize("scenario", ["evening_peak", "festival_surge"])
-def test_tiny_qwen_under_grammar_is_always_valid(tiny_llama, scenario) -> None:
+@pytest.mark.parametrize(
+    ("scenario", "decisions"), [("quiet_night", 32), ("morning_peak", 96)]
+)
+def test_tiny_qwen_under_grammar_is_always_valid(
+    tiny_llama, scenario, decisions
+) -> None:
     policy = GGUFPolicy(llama=tiny_llama, temperature=0.8)
-    rows = run_episode(policy, scenario, seed=1)
-    assert len(rows) > 100
+    rows = run_episode(policy, scenario, seed=0)
+    assert len(rows) >= decisions  # the whole episode (random defers add steps)
     assert_all_valid_from_grammar(rows)
     kinds = {r["action"].split()[0] for r in rows}
     assert "ROUTE" in kinds  # it sampled, rather than one fixed answer
 
 
-@pytest.mark.parametrize("scenario", ["quiet_night", "morning_peak"])
-def test_smollm2_under_grammar_is_always_valid(smol_llama, scenario) -> None:
-    policy = GGUFPolicy(llama=smol_llama)
-    rows = run_episode(policy, scenario, seed=0)
-    assert len(rows) >= 30
+@pytest.mark.parametrize(
+    ("scenario", "cap"), [("quiet_night", None), ("morning_peak", 10)]
+)
+def test_smollm2_under_grammar_is_always_valid(smol_llama, scenario, cap) -> None:
+    policy = GGUFPolicy(llama=smol_llama, max_stations=4)
+    rows = run_episode(policy, scenario, seed=0, cap=cap)
+    assert len(rows) >= (32 if cap is None else cap)
     assert_all_valid_from_grammar(rows)
 
 
-@pytest.mark.parametrize("which", ["tiny", "smol"])
-def test_without_grammar_validity_matches_the_core(request, which) -> None:
+@pytest.mark.parametrize(("which", "cap"), [("tiny", None), ("smol", 6)])
+def test_without_grammar_validity_matches_the_core(request, which, cap) -> None:
     """Raw validity without the grammar (reported, not required): the policy's own
     check (is the line among the valid actions?) must agree with the core's."""
     llama = request.getfixturevalue(f"{which}_llama")
-    policy = GGUFPolicy(llama=llama, use_grammar=False, fallback=None)
-    rows = run_episode(policy, "quiet_night", seed=0)
+    policy = GGUFPolicy(llama=llama, use_grammar=False, fallback=None, max_stations=4)
+    rows = run_episode(policy, "quiet_night", seed=0, cap=cap)
     assert all(r["in_allowed"] == r["valid"] for r in rows)
     rate = sum(r["valid"] for r in rows) / len(rows)
     print(f"\n{which}: {rate:.0%} valid without grammar over {len(rows)} decisions")

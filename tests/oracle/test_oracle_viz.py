@@ -102,6 +102,7 @@ def test_window_stays_responsive_while_the_oracle_decides(
     marker = tmp_path / "in_flight"
     env = dict(os.environ, DISPLAY=display, SDL_VIDEO_X11_WMCLASS="ev-grid-oracle")
     env.pop("SDL_VIDEODRIVER", None)
+    env["EVGRID_ORACLE_THREADS"] = "1"
     cmd = [sys.executable, "-c", WRAPPER, str(marker), "2.5"]
     cmd += ["--policy", "oracle", "--model", str(tiny_gguf), "--speed", "4"]
     app = subprocess.Popen(
