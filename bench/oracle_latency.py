@@ -9,11 +9,14 @@ in the prompt instead of 8) and ``nogrammar`` (validity without the grammar).
 
     python3 bench/oracle_latency.py --models tiny,smol --decisions 40
     python3 bench/oracle_latency.py --models 3b --decisions 8 --modes cache,nocache,short
+    python3 bench/oracle_latency.py --models tiny,smol --full quiet_night,morning_peak \
+        --modes cache,nogrammar
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import sys
 import time
@@ -59,7 +62,8 @@ def model_path(name: str) -> Path:
     return Path(name)
 
 
-def run(llm, mode: str, scenario: str, seed: int, decisions: int) -> dict:
+def run(llm, mode: str, scenario: str, seed: int, decisions: int | None) -> dict:
+    """``decisions`` decisions (episodes restart as needed), or one full episode."""
     policy = GGUFPolicy(
         llama=NoCache(llm) if mode == "nocache" else llm,
         use_grammar=mode != "nogrammar",
@@ -71,7 +75,9 @@ def run(llm, mode: str, scenario: str, seed: int, decisions: int) -> dict:
     obs = env.reset(seed=seed, scenario=scenario)
     policy.reset(seed)
     tokens, valid = [], 0
-    while len(tokens) < decisions:
+    while len(tokens) < (decisions or 10**9):
+        if env.done and decisions is None:
+            break
         if env.done:
             obs = env.reset(seed=seed + 1, scenario=scenario)
         res = env.step(policy.act(obs))
@@ -100,24 +106,33 @@ def main() -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--decisions", type=int, default=40)
     p.add_argument("--threads", type=int, default=os.cpu_count() or 1)
-    args = p.parse_args()
-    print(
-        f"# {args.scenario} seed {args.seed}, {args.decisions} decisions per row, "
-        f"{args.threads} threads, {os.cpu_count()} CPUs"
+    p.add_argument(
+        "--full",
+        default=None,
+        metavar="SCENARIOS",
+        help="instead: one full episode of each scenario (comma-separated) per mode",
     )
+    args = p.parse_args()
+    runs = (
+        [(sc, None) for sc in args.full.split(",")]
+        if args.full
+        else [(args.scenario, args.decisions)]
+    )
+    what = "full episodes" if args.full else f"{args.decisions} decisions per row"
+    print(f"# seed {args.seed}, {what}, {args.threads} threads, {os.cpu_count()} CPUs")
     print(
-        f"{'model':<34}{'mode':<10}{'prompt tok':>11}{'dec/s':>8}{'p50 ms':>9}"
-        f"{'p95 ms':>9}{'1st ms':>9}{'valid':>7}{'fallbk':>7}"
+        f"{'model':<30}{'scenario':<14}{'mode':<10}{'n':>4}{'prompt tok':>11}"
+        f"{'dec/s':>7}{'p50 ms':>8}{'p95 ms':>8}{'1st ms':>8}{'valid':>7}{'fallbk':>7}"
     )
     for name in args.models.split(","):
         path = model_path(name)
         llm = load_llama(path, n_ctx=2048, threads=args.threads, verbose=False)
-        for mode in args.modes.split(","):
-            r = run(llm, mode, args.scenario, args.seed, args.decisions)
+        for (scenario, n), mode in itertools.product(runs, args.modes.split(",")):
+            r = run(llm, mode, scenario, args.seed, n)
             print(
-                f"{path.name[:33]:<34}{r['mode']:<10}{r['tokens']:>11.0f}{r['per_s']:>8.2f}"
-                f"{r['p50']:>9.0f}{r['p95']:>9.0f}{r['first']:>9.0f}"
-                f"{r['valid']:>7.0%}{r['fallbacks']:>7}",
+                f"{path.name[:29]:<30}{scenario:<14}{r['mode']:<10}{r['n']:>4}"
+                f"{r['tokens']:>11.0f}{r['per_s']:>7.2f}{r['p50']:>8.0f}{r['p95']:>8.0f}"
+                f"{r['first']:>8.0f}{r['valid']:>7.0%}{r['fallbacks']:>7}",
                 flush=True,
             )
         del llm
