@@ -15,6 +15,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from evgrid_openenv.app_args import check_serve_args
+
+    check_serve_args(args)  # a bad option fails at once, not after OpenEnv loads
     try:
         from evgrid_openenv.app import serve
     except ImportError as e:

@@ -13,13 +13,19 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from openenv.core.env_server.http_server import create_app
 from openenv.core.env_server.types import ConcurrencyConfig
 
-from .app_args import DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_TIMEOUT_S, parse_args
+from .app_args import (
+    DEFAULT_MAX_SESSIONS,
+    DEFAULT_SESSION_TIMEOUT_S,
+    check_serve_args,
+    parse_args,
+)
 from .environment import ENV_NAME, EVGridEnvironment, EVGridRequestError
 from .models import EVGridAction, EVGridObservation, EVGridState
 
@@ -62,8 +68,7 @@ def serve(args: argparse.Namespace) -> int:
     """Run uvicorn until interrupted."""
     import uvicorn
 
-    if not 0 < args.port < 65536:
-        raise ValueError(f"port must be 1..65535, got {args.port}")
+    check_serve_args(args)
     app = build_app(args.max_sessions, args.session_timeout)
     uvicorn.run(
         app,
@@ -76,4 +81,11 @@ def serve(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return serve(parse_args(argv))
+    """``python server.py``: bad options are a clean error (exit 2), as in the CLI."""
+    args = parse_args(argv)
+    try:
+        check_serve_args(args)
+    except ValueError as e:
+        print(f"server.py: error: {e}", file=sys.stderr)
+        return 2
+    return serve(args)

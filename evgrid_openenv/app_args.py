@@ -37,6 +37,16 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def check_serve_args(args: argparse.Namespace) -> None:
+    """Refuse bad options with a ValueError, before anything heavy is imported."""
+    if not 0 < args.port < 65536:
+        raise ValueError(f"port must be 1..65535, got {args.port}")
+    if args.max_sessions is not None and args.max_sessions < 1:
+        raise ValueError(f"max_sessions must be >= 1, got {args.max_sessions}")
+    if args.session_timeout is not None and args.session_timeout <= 0:
+        raise ValueError(f"session_timeout must be > 0, got {args.session_timeout}")
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description="Run the EV Grid OpenEnv server.")
     add_serve_arguments(parser)
