@@ -175,7 +175,22 @@ async def trivial_session(url: str, seed: int, steps: int, scenario: str) -> tup
     return lat, errors, start, time.perf_counter()
 
 
-def run_load(session, url: str, args: argparse.Namespace) -> dict:
+def cpu_seconds(pid: int | None) -> float:
+    """User + system CPU seconds of a process (Linux /proc); nan when unknown."""
+    if pid is None:
+        return float("nan")
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return float("nan")
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def run_load(
+    session, url: str, args: argparse.Namespace, server_pid: int | None = None
+) -> dict:
+    server_cpu0, client_cpu0 = cpu_seconds(server_pid), time.process_time()
+
     async def all_sessions():
         return await asyncio.gather(
             *(session(url, s, args.steps, args.scenario) for s in range(args.sessions)),
@@ -194,6 +209,9 @@ def run_load(session, url: str, args: argparse.Namespace) -> dict:
         "wall_s": max(r[3] for r in done) - min(r[2] for r in done)
         if done
         else float("nan"),
+        # CPU over the whole load (connects and resets included), both ends.
+        "server_cpu_s": cpu_seconds(server_pid) - server_cpu0,
+        "client_cpu_s": time.process_time() - client_cpu0,
     }
 
 
@@ -209,6 +227,12 @@ def summarise(runs: list[dict]) -> dict:
         "p95_ms": float(np.percentile(ms, 95)),
         "p99_ms": float(np.percentile(ms, 99)),
         "steps_per_s": len(lat) / sum(r["wall_s"] for r in runs),
+        "server_cpu_ms_per_step": 1000 * sum(r["server_cpu_s"] for r in runs) / len(lat)
+        if lat
+        else float("nan"),
+        "client_cpu_ms_per_step": 1000 * sum(r["client_cpu_s"] for r in runs) / len(lat)
+        if lat
+        else float("nan"),
         "first_failure": failed[0] if failed else None,
     }
 
@@ -221,7 +245,7 @@ def main(argv: list[str] | None = None) -> int:
     env = {"EVGRID_MAX_SESSIONS": str(args.sessions + 8), "ENABLE_WEB_INTERFACE": "0"}
     procs = []
     try:
-        url = args.url
+        url, evgrid_pid = args.url, None
         if url is None:
             port = free_port()
             procs.append(
@@ -244,7 +268,7 @@ def main(argv: list[str] | None = None) -> int:
                     env,
                 )  # fmt: skip
             )
-            url = f"http://127.0.0.1:{port}"
+            url, evgrid_pid = f"http://127.0.0.1:{port}", procs[-1].pid
         tport = free_port()
         procs.append(
             start(
@@ -267,9 +291,11 @@ def main(argv: list[str] | None = None) -> int:
             order = ("evgrid", "trivial") if r % 2 == 0 else ("trivial", "evgrid")
             for name in order:
                 if name == "evgrid":
-                    runs[name].append(run_load(evgrid_session, url, args))
+                    runs[name].append(run_load(evgrid_session, url, args, evgrid_pid))
                 else:
-                    runs[name].append(run_load(trivial_session, trivial_url, args))
+                    runs[name].append(
+                        run_load(trivial_session, trivial_url, args, procs[-1].pid)
+                    )
             p50 = {n: summarise([runs[n][-1]])["p50_ms"] for n in runs}
             round_ratios.append(p50["evgrid"] / p50["trivial"])
         figures = {name: summarise(rs) for name, rs in runs.items()}
@@ -292,17 +318,21 @@ def main(argv: list[str] | None = None) -> int:
         f"{os.cpu_count()} CPUs (load avg {os.getloadavg()[0]:.1f}), loopback"
     )
     print(f"{'server':8} {'steps':>6} {'errors':>6} {'p50 ms':>8} {'p95 ms':>8} "
-          f"{'p99 ms':>8} {'steps/s':>8}")  # fmt: skip
+          f"{'p99 ms':>8} {'steps/s':>8} {'srv CPU':>8} {'cli CPU':>8}")  # fmt: skip
     for name in ("evgrid", "trivial"):
         f = figures[name]
         print(
             f"{name:8} {f['steps']:6d} {f['errors']:6d} {f['p50_ms']:8.2f} "
-            f"{f['p95_ms']:8.2f} {f['p99_ms']:8.2f} {f['steps_per_s']:8.0f}"
+            f"{f['p95_ms']:8.2f} {f['p99_ms']:8.2f} {f['steps_per_s']:8.0f} "
+            f"{f['server_cpu_ms_per_step']:8.3f} {f['client_cpu_ms_per_step']:8.3f}"
         )
         if f["first_failure"]:
             print(f"  first failed session: {f['first_failure']}")
     rounds = " ".join(f"{x:.2f}" for x in round_ratios)
     print(f"p50 ratio evgrid/trivial: {ratio:.2f} (per round: {rounds})")
+    print(
+        "CPU columns: ms of CPU per step, server and client process (resets included)"
+    )
     return 0
 
 
