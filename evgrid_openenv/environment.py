@@ -22,7 +22,6 @@ from evgrid_core import (
     EVGridEnv,
     SimConfig,
     action_contract,
-    render_text,
 )
 from evgrid_core.observation import Observation as CoreObservation
 
@@ -173,7 +172,7 @@ class EVGridEnvironment(Environment[EVGridAction, EVGridObservation, EVGridState
         return EVGridObservation(
             done=env.done,
             reward=reward,
-            prompt=render_text(core),  # = env.render_text(), without a second build
+            prompt=env.render_text(),  # the core's own composition (config included)
             grid=grid_view(core),
             reward_parts=info.get("reward_parts", {}),
             valid=info.get("valid"),
