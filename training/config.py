@@ -40,6 +40,7 @@ class DataConfig:
     states_per_episode: int = 8  # decision states sampled per (scenario, seed)
     generator: str = "greedy_eta"  # policy that plays the episode up to each state
     expert: str = "greedy_eta"  # policy whose decision is the SFT target
+    prompt_stations: int = 8  # stations listed in the prompt (training and inference)
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,11 +23,11 @@ from .config import DataConfig
 # --- Prompt --------------------------------------------------------------------
 
 
-def prompt_messages(env: EVGridEnv) -> list[dict[str, str]]:
+def prompt_messages(env: EVGridEnv, max_stations: int = 8) -> list[dict[str, str]]:
     """The chat messages the Oracle sees in this state (oracle.prompt: one builder)."""
     from oracle.prompt import chat_messages
 
-    return chat_messages(env.observation())
+    return chat_messages(env.observation(), max_stations)
 
 
 def action_text(action: Any) -> str:
@@ -131,7 +131,7 @@ def _episode_rows(
             "expert_action": expert_action,
         }
         if with_prompt:
-            row["prompt"] = prompt_messages(state)
+            row["prompt"] = prompt_messages(state, cfg.prompt_stations)
             row["completion"] = [{"role": "assistant", "content": expert_action}]
         rows.append(row)
     return rows

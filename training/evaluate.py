@@ -109,8 +109,11 @@ class HFPolicy:
 
     name = "oracle_hf"
 
-    def __init__(self, model: Any, tok: Any, max_new_tokens: int = 16) -> None:
+    def __init__(
+        self, model: Any, tok: Any, max_new_tokens: int = 16, max_stations: int = 8
+    ) -> None:
         self.model, self.tok, self.max_new_tokens = model, tok, max_new_tokens
+        self.max_stations = max_stations
 
     def reset(self, seed: int) -> None:
         pass
@@ -129,21 +132,30 @@ class HFPolicy:
 # --- The exported GGUF under the grammar ----------------------------------------------
 
 
-def oracle_policy(gguf_path: str | Path, fallback: str | None = "greedy_eta") -> Any:
+def oracle_policy(
+    gguf_path: str | Path, fallback: str | None = "greedy_eta", max_stations: int = 8
+) -> Any:
     """The Oracle's GGUF policy (grammar on) from ``oracle.policy``."""
     import oracle.policy  # noqa: F401 - registers "oracle"
     from evgrid_core.policies import make_policy
 
-    return make_policy("oracle", model_path=str(gguf_path), fallback=fallback)
+    return make_policy(
+        "oracle",
+        model_path=str(gguf_path),
+        fallback=fallback,
+        max_stations=max_stations,
+    )
 
 
-def gguf_episode(gguf_path: str | Path, scenario: str, seed: int) -> dict[str, Any]:
+def gguf_episode(
+    gguf_path: str | Path, scenario: str, seed: int, max_stations: int = 8
+) -> dict[str, Any]:
     """One full episode of the exported GGUF under the grammar, with no fallback:
     every decision is the model's own, so ``grammar_decisions == steps`` shows the
     GGUF acted throughout and ``invalid_action_pct`` is its true rate."""
     from evgrid_core import EVGridEnv
 
-    policy = oracle_policy(gguf_path, fallback=None)
+    policy = oracle_policy(gguf_path, fallback=None, max_stations=max_stations)
     env = EVGridEnv()
     obs = env.reset(seed=seed, scenario=scenario)
     policy.reset(seed)
@@ -174,6 +186,7 @@ def heldout_kpis(
     seeds: list[int],
     baselines: tuple[str, ...],
     hf_policy: Any = None,
+    max_stations: int = 8,
 ) -> dict[str, Any]:
     """Mean return and aggregated KPIs per policy on held-out (scenario, seed) pairs."""
     from evgrid_core.policies import make_policy
@@ -183,7 +196,10 @@ def heldout_kpis(
     if hf_policy is not None:
         makers = {"oracle_hf": lambda: hf_policy, **makers}
     if gguf_path is not None:
-        makers = {"oracle": lambda: oracle_policy(gguf_path), **makers}
+        makers = {
+            "oracle": lambda: oracle_policy(gguf_path, max_stations=max_stations),
+            **makers,
+        }
     table: dict[str, Any] = {}
     for name, make in makers.items():
         policy = make()

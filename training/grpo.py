@@ -81,5 +81,5 @@ def run_grpo(
         peft_config=None if has_lora else lora_config(cfg),
     )
     trainer.train()
-    merged = merge_and_save(trainer.model, tok, cfg.out / "merged")
+    merged = merge_and_save(trainer.model, tok, cfg.out / "merged", start_path)
     return merged, list(trainer.state.log_history), trainer.model

@@ -136,7 +136,10 @@ def run(
 
         t = stage("eval")
         e = cfg.eval
-        summary["gguf_episode"] = gguf_episode(gguf, e.gguf_scenario, e.gguf_seed)
+        stations = cfg.data.prompt_stations
+        summary["gguf_episode"] = gguf_episode(
+            gguf, e.gguf_scenario, e.gguf_seed, stations
+        )
         log(
             f"GGUF episode ({e.gguf_scenario}): "
             f"{summary['gguf_episode']['steps']} decisions, invalid "
@@ -144,7 +147,11 @@ def run(
         )
         if e.kpi_scenarios:
             summary["heldout_kpis"] = heldout_kpis(
-                gguf, e.kpi_scenarios, list(range(*e.kpi_seeds)), e.baselines
+                gguf,
+                e.kpi_scenarios,
+                list(range(*e.kpi_seeds)),
+                e.baselines,
+                max_stations=stations,
             )
             for name, row in summary["heldout_kpis"].items():
                 log(f"held-out mean return {name}: {row['mean_return']:.2f}")
@@ -157,7 +164,9 @@ def run(
         t = stage("eval (HF model, no grammar)")
         e = cfg.eval
         model, tok = load_for_eval(current, device)
-        hf = HFPolicy(model, tok, cfg.grpo.max_completion_length)
+        hf = HFPolicy(
+            model, tok, cfg.grpo.max_completion_length, cfg.data.prompt_stations
+        )
         summary["heldout_kpis"] = heldout_kpis(
             None, e.kpi_scenarios, list(range(*e.kpi_seeds)), e.baselines, hf
         )

@@ -111,5 +111,5 @@ def run_sft(
         if step % log_every == 0 or step == s.steps:
             history.append({"step": step, "loss": total})
     model.eval()
-    merge_and_save(model, tok, cfg.out / "sft")
+    merge_and_save(model, tok, cfg.out / "sft", base_path)
     return cfg.out / "sft", history
