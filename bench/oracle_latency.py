@@ -28,6 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from evgrid_core import EVGridEnv  # noqa: E402
 from oracle.policy import GGUFPolicy, load_llama  # noqa: E402
+from oracle.prompt import build_prompt  # noqa: E402
 
 
 class NoCache:
@@ -98,6 +99,23 @@ def run(llm, mode: str, scenario: str, seed: int, decisions: int | None) -> dict
     }
 
 
+def throughput(llm, n_prompt: int = 128, n_gen: int = 8) -> tuple[float, float]:
+    """(prompt tokens/s, generated tokens/s) on one observation's text, cache cleared."""
+    env = EVGridEnv()
+    text = build_prompt(env.reset(seed=0))
+    tokens = llm.tokenize(text.encode(), add_bos=False, special=True)[:n_prompt]
+    llm.reset()
+    t = time.perf_counter()
+    llm.eval(tokens)
+    pp = len(tokens) / (time.perf_counter() - t)
+    t = time.perf_counter()
+    for _ in range(n_gen):
+        llm.eval([tokens[-1]])
+    tg = n_gen / (time.perf_counter() - t)
+    llm.reset()
+    return pp, tg
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--models", default="tiny,smol")
@@ -112,7 +130,21 @@ def main() -> int:
         metavar="SCENARIOS",
         help="instead: one full episode of each scenario (comma-separated) per mode",
     )
+    p.add_argument(
+        "--throughput",
+        action="store_true",
+        help="instead: raw prompt-read and generation tokens/s per model",
+    )
     args = p.parse_args()
+    if args.throughput:
+        for name in args.models.split(","):
+            path = model_path(name)
+            llm = load_llama(path, n_ctx=2048, threads=args.threads, verbose=False)
+            pp, tg = throughput(llm)
+            print(f"{path.name}: reads {pp:.0f} prompt tok/s, writes {tg:.1f} tok/s "
+                  f"({args.threads} threads)", flush=True)  # fmt: skip
+            del llm
+        return 0
     runs = (
         [(sc, None) for sc in args.full.split(",")]
         if args.full

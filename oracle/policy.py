@@ -42,6 +42,10 @@ def load_llama(model_path: str | Path, *, n_ctx: int, threads: int, verbose: boo
     path = Path(model_path)
     if not path.is_file():
         raise ValueError(f"no GGUF model at {path}")
+    # llama.cpp's OpenMP threads spin while they wait for each other; on a CPU shared
+    # with other work that made 2 threads 30x slower than 1 here. Passive waiting
+    # fixes it (must be set before the library loads; an explicit setting wins).
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     try:
         from llama_cpp import Llama
     except ImportError as e:

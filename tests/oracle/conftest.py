@@ -10,9 +10,12 @@ and say which package is missing.
 from __future__ import annotations
 
 import importlib.util
+import os
 from pathlib import Path
 
 import pytest
+
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # as oracle.policy.load_llama does
 
 
 def _need(module: str, install: str) -> None:
