@@ -16,8 +16,8 @@ CURVES = (  # (panel title, log keys) in the plot
 
 
 def write_csv(history: list[dict[str, Any]], path: Path) -> Path:
-    """One row per logged step; the union of keys, sorted, ``step`` first."""
-    rows = [h for h in history if "step" in h or "loss" in h or "reward" in h]
+    """One row per logged step (not the end-of-training summary); ``step`` first."""
+    rows = [h for h in history if "loss" in h or "reward" in h]
     keys = sorted({k for h in rows for k in h if isinstance(h[k], int | float)})
     keys = ["step", *[k for k in keys if k != "step"]]
     path.parent.mkdir(parents=True, exist_ok=True)
