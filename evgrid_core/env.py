@@ -180,8 +180,9 @@ class EVGridEnv:
                     "critical": bool(w.critical[i]),
                     "station": int(w.station[i]) + 1 if w.station[i] >= 0 else None,
                     "kind": int(w.kind[i]) if w.kind[i] >= 0 else None,
-                    "depart_minute": float(w.depart_minute[i]),
-                    "arrive_minute": float(w.arrive_minute[i]),
+                    "depart_minute": _minute(w.depart_minute[i]),
+                    "arrive_minute": _minute(w.arrive_minute[i]),
+                    "plug_minute": _minute(w.plug_minute[i]),
                     "request_minute": float(w.request_minute[i]),
                 }
             )
@@ -238,6 +239,11 @@ class EVGridEnv:
     def _require(self) -> None:
         if self.world is None:
             raise EpisodeOverError("call reset() first")
+
+
+def _minute(value: float) -> float | None:
+    """A minute for JSON: None until the event has happened (never NaN)."""
+    return None if value != value else float(value)
 
 
 def _node_weights(nodes: tuple[str, ...], sc: Scenario) -> np.ndarray:

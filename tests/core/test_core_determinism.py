@@ -111,3 +111,17 @@ def test_every_scenario_runs_to_the_end() -> None:
         state = env.state()
         assert state["done"] and state["tick"] == SCENARIOS[name].n_ticks
         json.dumps(state)  # JSON-able
+
+
+def test_state_is_strict_json() -> None:
+    env = EVGridEnv()
+    obs = env.reset(seed=1)
+    p = make_policy("greedy_eta")
+    for _ in range(40):
+        json.dumps(env.state(), allow_nan=False)  # raises on NaN or inf
+        env.step(p.act(obs))
+        obs = env.observation()
+    evs = env.state()["evs"]
+    assert any(e["arrive_minute"] is None for e in evs) or any(
+        e["plug_minute"] is not None for e in evs
+    )
