@@ -8,20 +8,19 @@ Needs Xvfb, xdotool and ImageMagick (installed by scripts/setup.d/20-viz.sh).
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
+from xvfb_helpers import IMPORT, needs_x11, xvfb_display
+from xvfb_helpers import run_x as _x
+from xvfb_helpers import wait_for as _wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
-TOOLS = ("Xvfb", "xdotool", "import")
-missing = [t for t in TOOLS if shutil.which(t) is None]
-pytestmark = pytest.mark.skipif(
-    bool(missing), reason=f"needs {', '.join(missing)} (bash scripts/setup.sh test)"
-)
+
+pytestmark = needs_x11
 
 # Runs main.py with llama_cpp.Llama.create_completion slowed down; a marker file holds
 # the number of the call in flight and exists only while a call is in flight.
@@ -53,45 +52,7 @@ runpy.run_path("main.py", run_name="__main__")
 
 @pytest.fixture
 def display(tmp_path):
-    num = tmp_path / "display.num"
-    with open(num, "w") as out:
-        xvfb = subprocess.Popen(
-            [
-                "Xvfb",
-                "-displayfd",
-                "1",
-                "-screen",
-                "0",
-                "1280x720x24",
-                "-nolisten",
-                "tcp",
-            ],
-            stdout=out,
-            stderr=subprocess.DEVNULL,
-        )
-    deadline = time.time() + 20
-    while time.time() < deadline and not num.read_text().strip():
-        time.sleep(0.05)
-    assert num.read_text().strip(), "Xvfb did not report a display"
-    yield f":{num.read_text().strip()}"
-    xvfb.terminate()
-    xvfb.wait(10)
-
-
-def _x(display, *args, timeout=20):
-    env = dict(os.environ, DISPLAY=display)
-    return subprocess.run(
-        args, env=env, capture_output=True, text=True, timeout=timeout, check=True
-    )
-
-
-def _wait_for(pred, timeout: float) -> bool:
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if pred():
-            return True
-        time.sleep(0.05)
-    return False
+    yield from xvfb_display(tmp_path)
 
 
 def test_window_stays_responsive_while_the_oracle_decides(
@@ -128,11 +89,11 @@ def test_window_stays_responsive_while_the_oracle_decides(
         assert _wait_for(marker.exists, 30), "the Oracle was never asked"
         call = marker.read_text()
         before = tmp_path / "before.png"
-        _x(display, "import", "-window", "root", str(before))
+        _x(display, IMPORT, "-window", "root", str(before))
         _x(display, "xdotool", "key", "--window", wid, "h")  # help overlay
         time.sleep(0.6)
         after = tmp_path / "after.png"
-        _x(display, "import", "-window", "root", str(after))
+        _x(display, IMPORT, "-window", "root", str(after))
         still_pending = marker.exists() and marker.read_text() == call
         a, b = pygame.image.load(str(before)), pygame.image.load(str(after))
         box = pygame.Rect(230, 220, 400, 280)  # the help box, centred on the map

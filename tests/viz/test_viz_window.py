@@ -4,7 +4,6 @@ Needs Xvfb, xdotool and ImageMagick (``bash scripts/setup.sh test`` installs the
 """
 
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -12,49 +11,17 @@ from pathlib import Path
 
 import pygame
 import pytest
+from xvfb_helpers import IMPORT, needs_x11, xvfb_display
+from xvfb_helpers import run_x as _x
 
 ROOT = Path(__file__).resolve().parents[2]
-# ImageMagick's ``import`` from Debian (a stand-in may shadow it elsewhere on PATH).
-IMPORT = "/usr/bin/import" if os.path.exists("/usr/bin/import") else "import"
-TOOLS = ("Xvfb", "xdotool", IMPORT)
-missing = [t for t in TOOLS if shutil.which(t) is None]
-pytestmark = pytest.mark.skipif(
-    bool(missing), reason=f"needs {', '.join(missing)} (bash scripts/setup.sh test)"
-)
+
+pytestmark = needs_x11
 
 
 @pytest.fixture
 def display(tmp_path):
-    num = tmp_path / "display.num"
-    with open(num, "w") as out:
-        xvfb = subprocess.Popen(
-            [
-                "Xvfb",
-                "-displayfd",
-                "1",
-                "-screen",
-                "0",
-                "1280x720x24",
-                "-nolisten",
-                "tcp",
-            ],
-            stdout=out,
-            stderr=subprocess.DEVNULL,
-        )
-    deadline = time.time() + 20
-    while time.time() < deadline and not num.read_text().strip():
-        time.sleep(0.05)
-    assert num.read_text().strip(), "Xvfb did not report a display"
-    yield f":{num.read_text().strip()}"
-    xvfb.terminate()
-    xvfb.wait(10)
-
-
-def _x(display, *args, timeout=20):
-    env = dict(os.environ, DISPLAY=display)
-    return subprocess.run(
-        args, env=env, capture_output=True, text=True, timeout=timeout, check=True
-    )
+    yield from xvfb_display(tmp_path)
 
 
 def _shot(display, path):
