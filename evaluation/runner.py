@@ -62,15 +62,10 @@ def run_episode(
         rec["optimum"] = res.summary()
         return rec
     from evgrid_core.policies import make_policy
+    from evgrid_core.rollout import play_episode
 
     p = instance if instance is not None else make_policy(policy)
-    env = EVGridEnv(config)
-    obs = env.reset(seed=seed, scenario=scenario)
-    p.reset(seed)
-    while not env.done:
-        env.step(p.act(obs))
-        obs = env.observation()
-    return _record(policy, scenario, seed, env)
+    return _record(policy, scenario, seed, play_episode(p, scenario, seed, config))
 
 
 # --- Many episodes, resumable ---------------------------------------------------------

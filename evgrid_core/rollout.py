@@ -20,24 +20,26 @@ class EpisodeResult:
     parts: dict[str, float]  # reward parts summed over the episode
 
 
-def run_episode(
+def play_episode(
     policy: Policy, scenario: str, seed: int, config: SimConfig | None = None
-) -> EpisodeResult:
-    """One full episode of ``policy`` on (scenario, seed)."""
+) -> EVGridEnv:
+    """Play one full episode of ``policy`` on (scenario, seed); the finished env."""
     env = EVGridEnv(config)
     obs = env.reset(seed=seed, scenario=scenario)
     policy.reset(seed)
     while not env.done:
         env.step(policy.act(obs))
         obs = env.observation()
-    return EpisodeResult(
-        scenario,
-        seed,
-        policy.name,
-        env.kpis.total_return,
-        env.kpi_summary(),
-        dict(env.kpis.parts_total),
-    )
+    return env
+
+
+def run_episode(
+    policy: Policy, scenario: str, seed: int, config: SimConfig | None = None
+) -> EpisodeResult:
+    """One full episode of ``policy`` on (scenario, seed), summarised."""
+    env = play_episode(policy, scenario, seed, config)
+    return EpisodeResult(scenario, seed, policy.name, env.kpis.total_return, env.kpi_summary(),
+                         dict(env.kpis.parts_total))  # fmt: skip
 
 
 def run_episodes(
