@@ -24,6 +24,7 @@ from evgrid_core import (
     action_contract,
 )
 from evgrid_core.observation import Observation as CoreObservation
+from evgrid_core.observation import render_text
 
 from .models import (
     EVGridAction,
@@ -172,7 +173,7 @@ class EVGridEnvironment(Environment[EVGridAction, EVGridObservation, EVGridState
         return EVGridObservation(
             done=env.done,
             reward=reward,
-            prompt=env.render_text(),  # the core's own composition (config included)
+            prompt=render_text(core, env.config.obs_stations),  # = env.render_text()
             grid=grid_view(core),
             reward_parts=info.get("reward_parts", {}),
             valid=info.get("valid"),
