@@ -6,6 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from ._optimum_args import add_optimum_arguments, optimum_settings
+
 HELP = "compare policies on the same seeds: KPI table with CIs, paired tests, plots"
 
 
@@ -27,24 +29,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default="greedy_eta",
         help="policy the paired differences are taken against",
     )
-    p.add_argument(
-        "--time-limit",
-        type=float,
-        default=30.0,
-        help="[s] HiGHS time limit per optimum solve",
-    )
-    p.add_argument(
-        "--stations-per-kind",
-        type=int,
-        default=6,
-        help="optimum: nearest stations offered per EV and charger kind",
-    )
-    p.add_argument(
-        "--max-defer",
-        type=int,
-        default=60,
-        help="[min] optimum: longest total defer offered per EV",
-    )
+    add_optimum_arguments(p)
     p.add_argument(
         "--model",
         default=None,
@@ -80,17 +65,13 @@ def run(args: argparse.Namespace) -> int:
         )
     if args.reference not in policies:
         raise ValueError(f"--reference {args.reference} is not among --policies")
+    optimum = optimum_settings(args)
 
     from evaluation.report import write_report
     from evaluation.runner import code_version, run_comparison
 
     out = Path(args.out)
     seeds = list(range(args.seed, args.seed + args.episodes))
-    optimum = {
-        "time_limit_s": args.time_limit,
-        "stations_per_kind": args.stations_per_kind,
-        "max_defer_min": args.max_defer,
-    }
     records = run_comparison(
         policies,
         scenarios,

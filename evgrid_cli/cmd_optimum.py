@@ -6,24 +6,15 @@ import argparse
 import json
 from pathlib import Path
 
+from ._optimum_args import add_optimum_arguments, optimum_settings
+
 HELP = "hindsight optimum of one episode: MILP with HiGHS, replayed through env.step"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--scenario", default="evening_peak", help="scenario name")
     p.add_argument("--seed", type=int, default=0, help="episode seed")
-    p.add_argument(
-        "--time-limit", type=float, default=30.0, help="[s] HiGHS time limit"
-    )
-    p.add_argument(
-        "--stations-per-kind",
-        type=int,
-        default=6,
-        help="nearest stations offered per EV and charger kind",
-    )
-    p.add_argument(
-        "--max-defer", type=int, default=60, help="[min] longest total defer offered"
-    )
+    add_optimum_arguments(p)
     p.add_argument(
         "--baselines",
         default="random_valid,nearest,greedy_eta,least_loaded_feeder,"
@@ -42,10 +33,9 @@ def run(args: argparse.Namespace) -> int:
     from evgrid_core import get_scenario
 
     get_scenario(args.scenario)
-    if args.seed < 0 or args.time_limit <= 0 or args.stations_per_kind < 1:
-        raise ValueError("need --seed >= 0, --time-limit > 0, --stations-per-kind >= 1")
-    if args.max_defer < 0:
-        raise ValueError("--max-defer must be >= 0")
+    if args.seed < 0:
+        raise ValueError("--seed must be >= 0")
+    settings = optimum_settings(args)
 
     from evaluation.optimum import solve_episode
     from evaluation.runner import run_episode
@@ -53,9 +43,7 @@ def run(args: argparse.Namespace) -> int:
     res = solve_episode(
         args.scenario,
         args.seed,
-        time_limit_s=args.time_limit,
-        stations_per_kind=args.stations_per_kind,
-        max_defer_min=args.max_defer,
+        **settings,
     )
     baselines = {
         name: run_episode(name, args.scenario, args.seed)["return"]

@@ -126,6 +126,9 @@ def test_compare_command_writes_table_json_and_plots(tmp_path, capsys):
         ["compare", "--scenarios", "atlantis"],  # unknown scenario
         ["compare", "--policies", "nearest", "--reference", "greedy_eta"],  # ref absent
         ["optimum", "--seed", "-1"],  # bad seed
+        ["optimum", "--max-defer", "-5"],  # negative defer budget
+        ["compare", "--policies", "optimum", "--time-limit", "0"],  # no time to solve
+        ["compare", "--stations-per-kind", "0"],  # no station to plan with
     ],
 )
 def test_bad_input_is_a_clean_error(argv, capsys):
