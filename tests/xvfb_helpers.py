@@ -67,3 +67,23 @@ def wait_for(pred: Callable[[], bool], timeout: float) -> bool:
             return True
         time.sleep(0.05)
     return False
+
+
+WM_CLASS = "ev-grid-oracle"  # main.py's window class (SDL_VIDEO_X11_WMCLASS)
+
+
+def window_env(display: str, **extra: str) -> dict[str, str]:
+    """The environment for main.py in a real window on ``display``."""
+    env = dict(os.environ, DISPLAY=display, SDL_VIDEO_X11_WMCLASS=WM_CLASS, **extra)
+    env.pop("SDL_VIDEODRIVER", None)  # the tests' default is the offscreen driver
+    return env
+
+
+def focus_app_window(display: str, timeout: float = 20) -> str:
+    """Wait for main.py's window, give it the keyboard focus; its window id."""
+    wid = run_x(
+        display, "xdotool", "search", "--sync", "--classname", WM_CLASS, timeout=timeout
+    )
+    wid = wid.stdout.split()[0]
+    run_x(display, "xdotool", "windowfocus", "--sync", wid)
+    return wid

@@ -7,14 +7,13 @@ Needs Xvfb, xdotool and ImageMagick (installed by scripts/setup.d/20-viz.sh).
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
-from xvfb_helpers import IMPORT, needs_x11, xvfb_display
+from xvfb_helpers import IMPORT, focus_app_window, needs_x11, window_env, xvfb_display
 from xvfb_helpers import run_x as _x
 from xvfb_helpers import wait_for as _wait_for
 
@@ -61,9 +60,7 @@ def test_window_stays_responsive_while_the_oracle_decides(
     import pygame
 
     marker = tmp_path / "in_flight"
-    env = dict(os.environ, DISPLAY=display, SDL_VIDEO_X11_WMCLASS="ev-grid-oracle")
-    env.pop("SDL_VIDEODRIVER", None)
-    env["EVGRID_ORACLE_THREADS"] = "1"
+    env = window_env(display, EVGRID_ORACLE_THREADS="1")
     cmd = [sys.executable, "-c", WRAPPER, str(marker), "2.5"]
     cmd += ["--policy", "oracle", "--model", str(tiny_gguf), "--speed", "4"]
     app = subprocess.Popen(
@@ -75,16 +72,7 @@ def test_window_stays_responsive_while_the_oracle_decides(
         text=True,
     )
     try:
-        wid = _x(
-            display,
-            "xdotool",
-            "search",
-            "--sync",
-            "--classname",
-            "ev-grid-oracle",
-            timeout=60,
-        ).stdout.split()[0]
-        _x(display, "xdotool", "windowfocus", "--sync", wid)
+        wid = focus_app_window(display, timeout=60)
         # Catch a decision in flight, then press a key and look at the screen.
         assert _wait_for(marker.exists, 30), "the Oracle was never asked"
         call = marker.read_text()

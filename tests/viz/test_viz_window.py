@@ -3,7 +3,6 @@
 Needs Xvfb, xdotool and ImageMagick (``bash scripts/setup.sh test`` installs them).
 """
 
-import os
 import subprocess
 import sys
 import time
@@ -11,7 +10,7 @@ from pathlib import Path
 
 import pygame
 import pytest
-from xvfb_helpers import IMPORT, needs_x11, xvfb_display
+from xvfb_helpers import IMPORT, focus_app_window, needs_x11, window_env, xvfb_display
 from xvfb_helpers import run_x as _x
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -30,8 +29,7 @@ def _shot(display, path):
 
 
 def test_real_window_takes_keys_and_shows_the_city(display, tmp_path):
-    env = dict(os.environ, DISPLAY=display, SDL_VIDEO_X11_WMCLASS="ev-grid-oracle")
-    env.pop("SDL_VIDEODRIVER", None)
+    env = window_env(display)
     app = subprocess.Popen(
         [sys.executable, "main.py", "--speed", "2"],
         cwd=ROOT,
@@ -41,10 +39,7 @@ def test_real_window_takes_keys_and_shows_the_city(display, tmp_path):
         text=True,
     )
     try:
-        wid = _x(
-            display, "xdotool", "search", "--sync", "--classname", "ev-grid-oracle"
-        ).stdout.split()[0]
-        _x(display, "xdotool", "windowfocus", "--sync", wid)
+        wid = focus_app_window(display)
         time.sleep(1.5)
         _x(display, "xdotool", "key", "--window", wid, "space")  # pause
         time.sleep(0.5)
@@ -86,8 +81,7 @@ def test_live_window_recording_is_frame_exact(display, tmp_path):
     """R-style recording from a live window: one frame per sub-step, not per wall tick."""
     import imageio_ffmpeg
 
-    env = dict(os.environ, DISPLAY=display, SDL_VIDEO_X11_WMCLASS="ev-grid-oracle")
-    env.pop("SDL_VIDEODRIVER", None)
+    env = window_env(display)
     out = tmp_path / "live.mp4"
     cmd = [sys.executable, "main.py", "--record", str(out), "--ticks", "3"]
     cmd += ["--frames-per-tick", "5", "--size", "800x500"]
