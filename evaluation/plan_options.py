@@ -20,6 +20,7 @@ flatter the optimum; they can only make it weaker than the true one):
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import partial
 from itertools import product
 
 import numpy as np
@@ -121,15 +122,10 @@ def build_options(
                 soc0 = float(
                     trace.soc[i] - km / trace.km_per_kwh[i] / trace.battery_kwh[i]
                 )
-                full = session_energy(
-                    config,
-                    soc=soc0,
-                    target=float(trace.target[i]),
-                    battery_kwh=float(trace.battery_kwh[i]),
-                    plug_kw=kw,
-                    kind=k,
-                    max_ticks=T,
-                )
+                target, battery = float(trace.target[i]), float(trace.battery_kwh[i])
+                session = partial(session_energy, config, soc=soc0, target=target,
+                                  battery_kwh=battery, plug_kw=kw, kind=k)  # fmt: skip
+                full = session(max_ticks=T)
                 for dmin, seq in plans.items():
                     if dmin > trace.patience_min[i]:
                         break
@@ -149,16 +145,7 @@ def build_options(
                     dark = ~trace.station_open[a : a + n_ch, s]
                     if dark.any():  # the station goes dark mid-session: recompute
                         e = np.array(
-                            session_energy(
-                                config,
-                                soc=soc0,
-                                target=float(trace.target[i]),
-                                battery_kwh=float(trace.battery_kwh[i]),
-                                plug_kw=kw,
-                                kind=k,
-                                max_ticks=T - a,
-                                is_open=trace.station_open[a:, s],
-                            )
+                            session(max_ticks=T - a, is_open=trace.station_open[a:, s])
                         )
                         n_ch = len(e)
                     n = len(seq)
@@ -170,8 +157,8 @@ def build_options(
                         * float(e @ (1.0 - trace.renewable_share[a : a + n_ch])),
                         "urgency": urgency if deadline < tm * min(a, T) else 0.0,
                         "unmet": w.unmet
-                        * unmet_after(config, soc=soc0, target=float(trace.target[i]),
-                                      battery_kwh=float(trace.battery_kwh[i]), energies=e.tolist()),
+                        * unmet_after(config, soc=soc0, target=target, battery_kwh=battery,
+                                      energies=e.tolist()),
                     }  # fmt: skip
                     opts.add(
                         ev=i,
