@@ -44,12 +44,10 @@ class KPITracker:
         self.world = world
         self.waits: list[float] = []
         self.served = self.stranded = self.invalid = self.steps = self.load_shifts = 0
-        self.arrived_at_station = 0
         self.critical_on_time = 0
         self.peak_util = 0.0
         self.overload_ticks = 0
         self.stress_events = 0
-        self.stress_kwh = self.overload_kwh = 0.0
         self.energy = self.renewable_energy = self.cost = 0.0
         self.unmet_kwh = 0.0  # [kWh] still owed at the end to EVs in the system
         self.total_return = 0.0
@@ -66,16 +64,12 @@ class KPITracker:
         util: list[float],
         new_stress: int,
         n_over: int,
-        stress_kwh: float,
-        over_kwh: float,
     ) -> None:
         """One tick of feeders: utilisation per feeder, new excursions above the soft limit."""
         self.peak_util = max(self.peak_util, max(util))
         self.feeder_util_history.append(util)
         self.overload_ticks += n_over
         self.stress_events += new_stress
-        self.stress_kwh += stress_kwh
-        self.overload_kwh += over_kwh
 
     def on_energy(self, kwh: float, renewable_kwh: float, cost_inr: float) -> None:
         self.energy += kwh

@@ -363,7 +363,6 @@ class World:
             self.queues[s][k].append(ev)
             self.queue_len[s, k] += 1
             self.nonempty.add((s, k))
-            kpis.arrived_at_station += 1
         open_now = tables.station_open[t]
         open_row = tables.open_rows[t]
         for s, k in sorted(self.nonempty):
@@ -407,7 +406,7 @@ class World:
         stress_kwh, over_kwh = stress_kw * self.dt_h, over_kw * self.dt_h
         parts["grid_stress"] -= w.grid_stress * stress_kwh
         parts["peak"] -= w.peak * over_kwh
-        kpis.on_tick(util, n_new_stress, n_over, stress_kwh, over_kwh)
+        kpis.on_tick(util, n_new_stress, n_over)
         # Waiting in queues; patience and deadlines run out at the end of the tick.
         end = now + tm
         queued = 0
