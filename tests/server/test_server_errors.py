@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import httpx
@@ -160,6 +161,31 @@ def test_server_raw_frames_invalid_json_and_unknown_type(server_url: str) -> Non
             assert reply["type"] == "error" and reply["data"]["code"] == code
         ws.send(json.dumps({"type": "reset", "data": {"seed": 1}}))
         assert json.loads(ws.recv(timeout=30))["type"] == "observation"
+
+
+def test_server_client_drops_the_socket_when_a_reply_times_out() -> None:
+    # The client decodes frames itself; a reply that never comes must still drop the
+    # socket (as OpenEnv's client does), or a late reply would answer the next request.
+    class SilentSocket:
+        closed = False
+
+        async def recv(self) -> str:
+            await asyncio.sleep(3600)
+            return ""
+
+        async def close(self) -> None:
+            self.closed = True
+
+    async def wait_for_reply() -> SilentSocket:
+        client = EVGridClient("http://127.0.0.1:9", message_timeout_s=0.05)
+        client._ws = ws = SilentSocket()
+        with pytest.raises(TimeoutError):
+            await client._receive()
+        assert client._ws is None
+        await client.close()  # waits for the dropped socket's close
+        return ws
+
+    assert asyncio.run(wait_for_reply()).closed
 
 
 @pytest.mark.parametrize(
