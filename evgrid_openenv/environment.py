@@ -187,37 +187,41 @@ class EVGridEnvironment(Environment[EVGridAction, EVGridObservation, EVGridState
 def grid_view(obs: CoreObservation) -> GridView:
     """The core's observation as plain JSON-able data.
 
-    Built with ``model_construct``: the values come straight from the core, and
-    validating some 500 numbers on every step cost more than building them.
+    The request is validated (14 values); the rest is not: it comes straight from
+    the core, and validating some 500 numbers on every step cost more than building
+    them. A blank view is copied with the values (``model_copy``, documented as not
+    validating), at under half the cost of ``model_construct``, which walks every
+    field in Python.
     """
     r = obs.request
-    return GridView.model_construct(
-        tick=obs.tick,
-        n_ticks=obs.n_ticks,
-        clock=obs.clock,
-        tariff_inr=float(obs.tariff_inr),
-        renewable_share=float(obs.renewable_share),
-        request=None
-        if r is None
-        else EVRequestView.model_construct(
-            **{f: getattr(r, f) for f in r.__dataclass_fields__}
-        ),
-        pending=obs.pending,
-        travel_min=obs.travel_min.tolist(),
-        road_km=obs.road_km.tolist(),
-        route_mask=obs.route_mask.tolist(),
-        defer_options=list(obs.defer_options),
-        plugs=obs.plugs.tolist(),
-        busy=obs.busy.tolist(),
-        queue=obs.queue.tolist(),
-        open=obs.open.tolist(),
-        cap_kw=obs.cap_kw.tolist(),
-        station_kw=obs.station_kw.tolist(),
-        shifted=obs.shifted.tolist(),
-        feeder_of=obs.feeder_of.tolist(),
-        feeder_util=obs.feeder_util.tolist(),
-        feeder_capacity_kw=obs.feeder_capacity_kw.tolist(),
-        feeder_forecast=obs.feeder_forecast.tolist(),
-        load_shifts_left=obs.load_shifts_left,
-        station_names=list(obs.station_names),
+    return _BLANK_GRID.model_copy(
+        update={
+            "tick": obs.tick,
+            "n_ticks": obs.n_ticks,
+            "clock": obs.clock,
+            "tariff_inr": float(obs.tariff_inr),
+            "renewable_share": float(obs.renewable_share),
+            "request": None if r is None else EVRequestView.model_validate(r.__dict__),
+            "pending": obs.pending,
+            "travel_min": obs.travel_min.tolist(),
+            "road_km": obs.road_km.tolist(),
+            "route_mask": obs.route_mask.tolist(),
+            "defer_options": list(obs.defer_options),
+            "plugs": obs.plugs.tolist(),
+            "busy": obs.busy.tolist(),
+            "queue": obs.queue.tolist(),
+            "open": obs.open.tolist(),
+            "cap_kw": obs.cap_kw.tolist(),
+            "station_kw": obs.station_kw.tolist(),
+            "shifted": obs.shifted.tolist(),
+            "feeder_of": obs.feeder_of.tolist(),
+            "feeder_util": obs.feeder_util.tolist(),
+            "feeder_capacity_kw": obs.feeder_capacity_kw.tolist(),
+            "feeder_forecast": obs.feeder_forecast.tolist(),
+            "load_shifts_left": obs.load_shifts_left,
+            "station_names": list(obs.station_names),
+        }
     )
+
+
+_BLANK_GRID = GridView.model_construct(**dict.fromkeys(GridView.model_fields))
