@@ -1,15 +1,15 @@
 """The validator: ``validate_action(world, action) -> (ok, reason)``.
 
 Also the route mask (which (station, kind) pairs are valid for the current
-request), computed with the same predicates in vectorised form; a test checks
-the two agree on every pair.
+request) and the valid DEFER options, computed with the same predicates for all
+choices at once; tests check they agree with the validator on every choice.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from .actions import Action, ChargerKind, Defer, LoadShift, Route
+from .actions import DEFER_MINUTES, Action, ChargerKind, Defer, LoadShift, Route
 from .world import World
 
 
@@ -80,6 +80,20 @@ def defer_problem(w: World, ev: int, minutes: int) -> str | None:
     return None
 
 
+def defer_options(w: World, ev: int) -> tuple[int, ...]:
+    """The DEFER minutes ``defer_problem`` allows for ``ev`` now, in one pass."""
+    cfg = w.config
+    if w.defers[ev] >= cfg.max_defers:
+        return ()
+    now, patience = w.minute, w.patience_minute[ev]
+    ticks_left = w.n_ticks - w.tick
+    return tuple(
+        m
+        for m in DEFER_MINUTES
+        if not now + m > patience and m // cfg.tick_minutes < ticks_left
+    )
+
+
 def shift_problem(w: World, station: int) -> str | None:
     n = w.tables.city.n_stations
     if not 1 <= station <= n:
@@ -98,8 +112,12 @@ def route_mask(w: World) -> np.ndarray:
         return np.zeros((S, 3), dtype=bool)
     ev = w.pending[0]
     node = w.node_list[ev]
-    kinds = np.array([w.ac_ok[ev], w.dc_ok[ev], w.dc_ok[ev]])
     ok = w.tables.reachable[w._t(), node] & (
         w.tables.city.road_km[node] <= w.range_km(ev)
     )
-    return (w.tables.plugs > 0) & kinds[None, :] & ok[:, None]
+    mask = (w.tables.plugs > 0) & ok[:, None]
+    if not w.ac_ok[ev]:
+        mask[:, 0] = False
+    if not w.dc_ok[ev]:
+        mask[:, 1:] = False
+    return mask

@@ -3,13 +3,14 @@
 import pytest
 
 from evgrid_core import (
+    Defer,
     EpisodeOverError,
     EVGridEnv,
     Route,
     get_scenario,
     validate_action,
 )
-from evgrid_core.actions import ChargerKind
+from evgrid_core.actions import DEFER_MINUTES, ChargerKind
 from evgrid_core.policies import make_policy
 
 
@@ -34,6 +35,37 @@ def test_route_mask_matches_the_validator_on_every_pair(scenario: str) -> None:
         env.step(p.act(obs))
         obs = env.observation()
     assert n_invalid_seen > 0  # the mask really excluded something
+
+
+@pytest.mark.parametrize(
+    ("scenario", "policy"),
+    [
+        ("evening_peak", "random_valid"),
+        ("quiet_night", "always_defer"),  # long defers: patience and the episode end
+        ("festival_surge", "shortest_defer"),  # 5-minute defers: the per-EV cap
+    ],
+)
+def test_defer_options_match_the_validator_on_every_option(
+    scenario: str, policy: str
+) -> None:
+    env = EVGridEnv()
+    obs = env.reset(seed=4, scenario=scenario)
+    p = make_policy("random_valid" if policy == "shortest_defer" else policy)
+    p.reset(4)
+    excluded = 0
+    while not env.done:
+        r = obs.request
+        allowed = tuple(
+            m for m in DEFER_MINUTES if validate_action(env.world, Defer(r.id, m))[0]
+        )
+        assert obs.defer_options == allowed, (r.id, r.defers, r.patience_left_min)
+        excluded += len(DEFER_MINUTES) - len(allowed)
+        if policy == "shortest_defer" and allowed:
+            env.step(Defer(r.id, allowed[0]))
+        else:
+            env.step(p.act(obs))
+        obs = env.observation()
+    assert excluded > 0  # some options really were ruled out
 
 
 def test_reasons_name_the_problem() -> None:
