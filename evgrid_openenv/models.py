@@ -15,7 +15,7 @@ refused with a validation error.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from openenv.core.env_server.types import Action, Observation, State
 from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
@@ -229,6 +229,24 @@ class EVGridObservation(Observation):
         default=None, description="The EV the last step decided (null after reset)."
     )
     tick: int = Field(default=0, description="Tick after the last step.")
+
+
+ModelT = TypeVar("ModelT", bound=BaseModel)
+_BLANKS: dict[type[BaseModel], BaseModel] = {}
+
+
+def unvalidated(model: type[ModelT], values: dict[str, Any]) -> ModelT:
+    """``model`` holding ``values`` as given, for data these models already typed.
+
+    As ``model_construct`` (no validation, the values not copied), at under half its
+    cost: a blank instance is copied with the values (``model_copy``), where
+    ``model_construct`` walks every field in Python. ``values`` names every field.
+    """
+    blank = _BLANKS.get(model)
+    if blank is None:
+        blank = model.model_construct(**dict.fromkeys(model.model_fields))
+        _BLANKS[model] = blank
+    return blank.model_copy(update=values)  # type: ignore[return-value]
 
 
 # --- State --------------------------------------------------------------------------

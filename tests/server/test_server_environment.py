@@ -8,7 +8,13 @@ import pytest
 
 pytest.importorskip("openenv")
 
-from evgrid_core import EVGridEnv, SimConfig  # noqa: E402
+from openenv.core.env_server.serialization import serialize_observation  # noqa: E402
+from pydantic import ValidationError  # noqa: E402
+from pydantic_core import from_json, to_json  # noqa: E402
+
+from evgrid_core import EVGridEnv, SimConfig, format_action  # noqa: E402
+from evgrid_core.policies import make_policy  # noqa: E402
+from evgrid_openenv.client import EVGridClient, observation_as_sent  # noqa: E402
 from evgrid_openenv.environment import (  # noqa: E402
     EVGridEnvironment,
     EVGridRequestError,
@@ -45,3 +51,73 @@ def test_server_environment_errors_carry_http_status() -> None:
     with pytest.raises(EVGridRequestError) as e:
         env.reset(scenario="atlantis")
     assert e.value.status == 422
+
+
+def _payloads(scenario: str, policy: str) -> list:
+    """Every observation of an episode as the client receives it (JSON round trip)."""
+    env, core = EVGridEnvironment(), EVGridEnv()
+    obs = env.reset(seed=5, scenario=scenario)
+    view = core.reset(seed=5, scenario=scenario)
+    p = make_policy(policy)
+    p.reset(5)
+    out = [(obs, from_json(to_json(serialize_observation(obs))))]
+    while not obs.done:
+        action = p.act(view)
+        line = action if isinstance(action, str) else format_action(action)
+        core.step(line)
+        view = core.observation()
+        obs = env.step(EVGridAction(text=line))
+        out.append((obs, from_json(to_json(serialize_observation(obs)))))
+    return out
+
+
+@pytest.mark.parametrize(
+    ("scenario", "policy"),
+    [("evening_peak", "greedy_eta"), ("feeder_fault", "load_shift_spam")],
+)
+def test_server_client_takes_the_servers_observation_as_sent(
+    scenario: str, policy: str
+) -> None:
+    # Not validated again, yet equal to the validated one and to the server's own.
+    for sent, payload in _payloads(scenario, policy):
+        taken = observation_as_sent(payload)
+        validated = EVGridObservation.model_validate(
+            {
+                **payload["observation"],
+                "reward": payload["reward"],
+                "done": payload["done"],
+            }
+        )
+        assert taken == validated == sent
+        assert taken.model_dump_json() == sent.model_dump_json()
+
+
+@pytest.mark.parametrize(
+    ("where", "change", "words"),
+    [
+        # a field this client does not know (another version of the server)
+        ("grid", lambda d: d.update(surge=1), "grid.surge"),
+        ("request", lambda d: d.update(colour="red"), "grid.request.colour"),
+        ("parts", lambda d: d.update(bonus=1.0), "reward_parts.bonus"),
+        ("observation", lambda d: d.update(hint=""), "hint"),
+        # a field missing
+        ("grid", lambda d: d.pop("busy"), "grid.busy"),
+    ],
+)
+def test_server_client_validates_a_frame_whose_fields_differ(
+    where, change, words
+) -> None:
+    _, payload = _payloads("evening_peak", "greedy_eta")[1]
+    obs = payload["observation"]
+    target = {
+        "observation": obs,
+        "grid": obs["grid"],
+        "request": obs["grid"]["request"],
+        "parts": obs["reward_parts"],
+    }[where]
+    change(target)
+    assert observation_as_sent(payload) is None
+    with pytest.raises(ValidationError) as e:
+        EVGridClient("http://127.0.0.1:9")._parse_result(payload)
+    locs = [".".join(str(p) for p in err["loc"]) for err in e.value.errors()]
+    assert words in locs, locs
