@@ -230,6 +230,33 @@ class EVGridObservation(Observation):
     )
     tick: int = Field(default=0, description="Tick after the last step.")
 
+    def model_dump(self, **kwargs: Any) -> dict[str, Any]:
+        """Pydantic's dump; OpenEnv's per-step call hands the grid's lists over as is.
+
+        OpenEnv's server dumps each observation with ``exclude={"reward", "done"}``
+        and then writes that dict as JSON. The grid holds plain lists of Python
+        numbers built for this observation alone, so for that call they go into the
+        dict as they are (pydantic would copy some 600 values first); the result
+        equals pydantic's (tested). Any other call is pydantic's own.
+        """
+        exclude = kwargs.get("exclude")
+        if self.grid is None or kwargs.keys() != {"exclude"} or exclude != _OPENENV:
+            return super().model_dump(**kwargs)
+        out: dict[str, Any] = {}
+        for key, value in super().model_dump(exclude=_OPENENV | {"grid"}).items():
+            out[key] = value
+            if key == "prompt":  # the grid's place in field order
+                grid = self.grid.__dict__
+                request = grid["request"]
+                out["grid"] = {
+                    **grid,
+                    "request": None if request is None else dict(request.__dict__),
+                }
+        return out
+
+
+_OPENENV = {"reward", "done"}  # what OpenEnv's serialize_observation leaves out
+
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 _BLANKS: dict[type[BaseModel], BaseModel] = {}

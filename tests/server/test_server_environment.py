@@ -9,7 +9,7 @@ import pytest
 pytest.importorskip("openenv")
 
 from openenv.core.env_server.serialization import serialize_observation  # noqa: E402
-from pydantic import ValidationError  # noqa: E402
+from pydantic import BaseModel, ValidationError  # noqa: E402
 from pydantic_core import from_json, to_json  # noqa: E402
 
 from evgrid_core import EVGridEnv, SimConfig, format_action  # noqa: E402
@@ -90,6 +90,20 @@ def test_server_client_takes_the_servers_observation_as_sent(
         )
         assert taken == validated == sent
         assert taken.model_dump_json() == sent.model_dump_json()
+
+
+def test_server_observation_dump_for_openenv_equals_pydantics() -> None:
+    # OpenEnv's per-step dump takes the grid's lists as they are: same dict, same
+    # key order, same frame as pydantic's own dump.
+    for sent, _ in _payloads("heatwave", "random_valid"):
+        fast = serialize_observation(sent)["observation"]
+        slow = BaseModel.model_dump(sent, exclude={"reward", "done"})
+        assert fast == slow and to_json(fast) == to_json(slow)
+    # Every other call is pydantic's own.
+    assert sent.model_dump() == BaseModel.model_dump(sent)
+    assert sent.model_dump(exclude={"done"}) == BaseModel.model_dump(
+        sent, exclude={"done"}
+    )
 
 
 @pytest.mark.parametrize(
