@@ -34,7 +34,9 @@ def test_sft_lifts_the_answer_rate_above_the_untrained_model(smoke):
     base, sft = s["validity_base"], s["validity_sft"]
     assert base["format_rate"] == 0.0  # random weights never write an action line
     assert sft["format_rate"] > base["format_rate"]
-    assert sft["valid_rate"] >= base["valid_rate"]
+    # Not asserted: valid_rate. The issue asks for it to rise, and it does not: the
+    # random tiny model does not learn to copy the REQUEST's EV id in CI minutes
+    # (docs/training/tiny-model-copying.md). A ">=" here could not fail.
 
 
 def test_grpo_changed_the_parameters(smoke):
