@@ -81,17 +81,8 @@ def defer_problem(w: World, ev: int, minutes: int) -> str | None:
 
 
 def defer_options(w: World, ev: int) -> tuple[int, ...]:
-    """The DEFER minutes ``defer_problem`` allows for ``ev`` now, in one pass."""
-    cfg = w.config
-    if w.defers[ev] >= cfg.max_defers:
-        return ()
-    now, patience = w.minute, w.patience_minute[ev]
-    ticks_left = w.n_ticks - w.tick
-    return tuple(
-        m
-        for m in DEFER_MINUTES
-        if not now + m > patience and m // cfg.tick_minutes < ticks_left
-    )
+    """The DEFER minutes ``defer_problem`` allows for ``ev`` now."""
+    return tuple(m for m in DEFER_MINUTES if defer_problem(w, ev, m) is None)
 
 
 def shift_problem(w: World, station: int) -> str | None:
