@@ -12,8 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
-from xvfb_helpers import IMPORT, focus_app_window, needs_x11, window_env, xvfb_display
+from xvfb_helpers import IMPORT, focus_app_window, needs_x11, window_env
 from xvfb_helpers import run_x as _x
 from xvfb_helpers import wait_for as _wait_for
 
@@ -47,11 +46,6 @@ atexit.register(lambda: print(f"oracle calls: {calls}", flush=True))
 sys.argv = ["main.py", *sys.argv[3:]]
 runpy.run_path("main.py", run_name="__main__")
 """
-
-
-@pytest.fixture
-def display(tmp_path):
-    yield from xvfb_display(tmp_path)
 
 
 def test_window_stays_responsive_while_the_oracle_decides(

@@ -22,8 +22,8 @@ def _headless_env():
     return env
 
 
-def _record(path, *extra):
-    cmd = [
+def _record_cmd(path, *extra):
+    return [
         sys.executable,
         "main.py",
         "--record",
@@ -32,8 +32,16 @@ def _record(path, *extra):
         "800x500",
         *extra,
     ]
+
+
+def _record(path, *extra, env=None):
     return subprocess.run(
-        cmd, cwd=ROOT, env=_headless_env(), capture_output=True, text=True, timeout=120
+        _record_cmd(path, *extra),
+        cwd=ROOT,
+        env=env or _headless_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
 
 
@@ -102,16 +110,7 @@ def test_no_display_renders_offscreen_and_says_where_the_file_went(tmp_path):
 
 def test_recording_killed_midway_is_still_playable(tmp_path):
     path = tmp_path / "killed.mp4"
-    cmd = [
-        sys.executable,
-        "main.py",
-        "--record",
-        str(path),
-        "--size",
-        "800x500",
-        "--frames-per-tick",
-        "30",
-    ]
+    cmd = _record_cmd(path, "--frames-per-tick", "30")
     # Its own session, so the kill takes ffmpeg down too: nothing finishes the file.
     proc = subprocess.Popen(
         cmd,
@@ -139,11 +138,7 @@ def test_unusable_display_falls_back_to_offscreen_recording(tmp_path):
     env = _headless_env()
     env["DISPLAY"] = ":987"  # set, but no X server there
     out = tmp_path / "fallback.mp4"
-    cmd = [sys.executable, "main.py", "--record", str(out), "--ticks", "1"]
-    cmd += ["--frames-per-tick", "2", "--size", "800x500"]
-    res = subprocess.run(
-        cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
-    )
+    res = _record(out, "--ticks", "1", "--frames-per-tick", "2", env=env)
     assert res.returncode == 0, res.stderr
     assert "No usable display" in res.stderr
     assert "recorded 2 frames (1 ticks" in res.stdout

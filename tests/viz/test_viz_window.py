@@ -9,18 +9,12 @@ import time
 from pathlib import Path
 
 import pygame
-import pytest
-from xvfb_helpers import IMPORT, focus_app_window, needs_x11, window_env, xvfb_display
+from xvfb_helpers import IMPORT, focus_app_window, needs_x11, window_env
 from xvfb_helpers import run_x as _x
 
 ROOT = Path(__file__).resolve().parents[2]
 
 pytestmark = needs_x11
-
-
-@pytest.fixture
-def display(tmp_path):
-    yield from xvfb_display(tmp_path)
 
 
 def _shot(display, path):
