@@ -7,7 +7,9 @@ token costs a 3B model on a CPU about 13 ms.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
 
 import numpy as np
 
@@ -68,12 +70,42 @@ class Observation:
     feeder_forecast: np.ndarray  # (F,) [0-1] max utilisation in 30 min if EV load stays
     load_shifts_left: int
     station_names: tuple[str, ...]
+    # Derived forms of the tick's part (its lists, its text): filled on first use and
+    # shared by the observations of the tick, like its arrays. Not an argument, so a
+    # ``dataclasses.replace`` copy starts with its own.
+    tick_memo: dict[str, Any] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
+
+    @cached_property
+    def lists(self) -> dict[str, list]:
+        """Every array (and ``station_names``) as plain Python lists, for text and JSON.
+
+        Python numbers format and serialise several times faster than numpy's. The
+        city's lists are built once per tick and shared by its observations, like
+        its arrays: read them, do not change them.
+        """
+        tick = self.tick_memo.get("lists")
+        if tick is None:
+            tick = {name: getattr(self, name).tolist() for name in TICK_ARRAYS}
+            tick["station_names"] = list(self.station_names)
+            self.tick_memo["lists"] = tick
+        return {
+            "travel_min": self.travel_min.tolist(),
+            "road_km": self.road_km.tolist(),
+            "route_mask": self.route_mask.tolist(),
+            **tick,
+        }
+
+
+# The observation's arrays that describe the city, not the request.
+TICK_ARRAYS = ("plugs", "busy", "queue", "open", "cap_kw", "station_kw", "shifted",
+               "feeder_of", "feeder_util", "feeder_capacity_kw", "feeder_forecast")  # fmt: skip
 
 
 def build_observation(w: World, done: bool) -> Observation:
     city = w.tables.city
     S = city.n_stations
-    t = w._t()
     req = None
     if done or not w.pending:
         travel, km, deferrals = np.zeros(S), np.zeros(S), ()
@@ -100,47 +132,72 @@ def build_observation(w: World, done: bool) -> Observation:
             patience_left_min=float(w.patience_minute[ev] - w.minute),
         )
         deferrals = defer_options(w, ev)
-    queue = w.queue_len.copy()
-    horizon = slice(t, min(w.n_ticks, t + FORECAST_TICKS))
-    fc = (w.background[horizon] + w.feeder_ev_kw) / w.tables.capacity_kw[horizon]
-    shifted = w.shift_until > w.tick
-    return Observation(
+    view, memo = _tick_view(w, done)
+    obs = Observation(
         done=done,
-        tick=w.tick,
-        n_ticks=w.n_ticks,
-        clock=w.clock(),
-        tariff_inr=w.tariff_now(),
-        renewable_share=w.renewable_now(),
         request=req,
         pending=len(w.pending),
         travel_min=travel,
         road_km=km,
         route_mask=route_mask(w),
         defer_options=deferrals,
-        plugs=w.tables.plugs,
-        busy=w.busy.copy(),
-        queue=queue,
-        open=w.tables.station_open[t].copy(),
-        cap_kw=np.where(shifted, w.shift_cap_kw, w.tables.limit_kw),
-        station_kw=w.station_kw.copy(),
-        shifted=shifted,
-        feeder_of=w.tables.feeder_of,
-        feeder_util=np.array(w.feeder_util, dtype=float),
-        feeder_capacity_kw=w.tables.capacity_kw[t].copy(),
-        feeder_forecast=fc.max(axis=0)
-        if fc.size
-        else np.array(w.feeder_util, dtype=float),
-        load_shifts_left=max(0, w.config.max_load_shifts_per_tick - w.shifts_this_tick),
-        station_names=w.tables.station_names,
+        **view,
     )
+    object.__setattr__(obs, "tick_memo", memo)  # frozen: set as dataclasses do
+    return obs
+
+
+def _tick_view(w: World, done: bool) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The observation's city part: the same for every decision of one tick.
+
+    Built once per tick and shared by that tick's observations, its arrays
+    read-only. Between two decisions of a tick only a LOAD_SHIFT changes the city
+    (station caps and the shifts left), so a tick's view is keyed by the tick and
+    the LOAD_SHIFTs made in it (tests compare it with a fresh one at every step).
+    """
+    key = (w.tick, w.shifts_this_tick, done)
+    if w.obs_cache is not None and w.obs_cache[0] == key:
+        return w.obs_cache[1]
+    t = w._t()
+    horizon = slice(t, min(w.n_ticks, t + FORECAST_TICKS))
+    fc = (w.background[horizon] + w.feeder_ev_kw) / w.tables.capacity_kw[horizon]
+    shifted = w.shift_until > w.tick
+    view = {
+        "tick": w.tick,
+        "n_ticks": w.n_ticks,
+        "clock": w.clock(),
+        "tariff_inr": w.tariff_now(),
+        "renewable_share": w.renewable_now(),
+        "plugs": w.tables.plugs,
+        "busy": _frozen(w.busy.copy()),
+        "queue": _frozen(w.queue_len.copy()),
+        "open": _frozen(w.tables.station_open[t].copy()),
+        "cap_kw": _frozen(np.where(shifted, w.shift_cap_kw, w.tables.limit_kw)),
+        "station_kw": _frozen(w.station_kw.copy()),
+        "shifted": _frozen(shifted),
+        "feeder_of": w.tables.feeder_of,
+        "feeder_util": _frozen(np.array(w.feeder_util, dtype=float)),
+        "feeder_capacity_kw": _frozen(w.tables.capacity_kw[t].copy()),
+        "feeder_forecast": _frozen(
+            fc.max(axis=0) if fc.size else np.array(w.feeder_util, dtype=float)
+        ),
+        "load_shifts_left": max(
+            0, w.config.max_load_shifts_per_tick - w.shifts_this_tick
+        ),
+        "station_names": w.tables.station_names,
+    }
+    w.obs_cache = (key, (view, {}))
+    return w.obs_cache[1]
+
+
+def _frozen(a: np.ndarray) -> np.ndarray:
+    a.flags.writeable = False
+    return a
 
 
 def render_text(obs: Observation, max_stations: int = 8) -> str:
     """The compact text observation. Lists the nearest stations the EV may use."""
-    head = (
-        f"{obs.clock} tick {obs.tick}/{obs.n_ticks} tariff Rs{obs.tariff_inr:.2f}/kWh "
-        f"renewable {obs.renewable_share * 100:.0f}%"
-    )
+    head, feeders, rows = _tick_text(obs)
     if obs.done or obs.request is None:
         return head + "\nEpisode over."
     r = obs.request
@@ -151,44 +208,27 @@ def render_text(obs: Observation, max_stations: int = 8) -> str:
         else ""
     )
     dc = f" DC{r.max_dc_kw:.0f}kW" if r.max_dc_kw > 0 else " no DC"
-    feeders = [
-        f"F{f} {u * 100:.0f}({p * 100:.0f})"
-        for f, u, p in zip(
-            range(1, len(obs.feeder_util) + 1),
-            obs.feeder_util.tolist(),
-            obs.feeder_forecast.tolist(),
-            strict=True,
-        )
-    ]
     lines = [
         head,
         f"REQUEST E{r.id} {r.klass} {r.battery_kwh:g}kWh SoC {r.soc * 100:.0f}%->{r.target * 100:.0f}%"
         f" AC{r.max_ac_kw:g}kW{dc} range {r.range_km:.0f}km at {r.node.split(' (')[0]}"
         f" waited {r.waited_min:.0f}m gives up in {r.patience_left_min:.0f}m{urgency}",
-        "FEEDERS load% (30-min peak%): " + " ".join(feeders),
+        feeders,
         "STATIONS drive-min feeder "
         + " ".join([KIND_NAMES[k] for k in kinds])
         + " (free/plugs+queued)",
     ]
     # Plain Python numbers format several times faster than numpy scalars, and for
     # 25 stations Python's sort (stable: ties by id) beats numpy's call overhead.
-    mask, travel = obs.route_mask.tolist(), obs.travel_min.tolist()
+    lists = obs.lists
+    mask, travel = lists["route_mask"], lists["travel_min"]
     usable = [s for s, m in enumerate(mask) if True in m]
     nearest = sorted(usable, key=travel.__getitem__)[:max_stations]
-    plugs, busy, queue = obs.plugs.tolist(), obs.busy.tolist(), obs.queue.tolist()
-    feeder_of, shifted = obs.feeder_of.tolist(), obs.shifted.tolist()
     for s in nearest:
-        ok, n, b, q = mask[s], plugs[s], busy[s], queue[s]
-        cells = " ".join(
-            [
-                (f"{n[k] - b[k]}/{n[k]}+{q[k]}" if q[k] else f"{n[k] - b[k]}/{n[k]}")
-                if ok[k]
-                else "-"
-                for k in kinds
-            ]
-        )
-        cap = f" capped{float(obs.cap_kw[s]):.0f}kW" if shifted[s] else ""
-        lines.append(f"S{s + 1} {travel[s]:.0f} F{feeder_of[s] + 1} {cells}{cap}")
+        row = rows[s] or _station_text(obs, rows, s)
+        ok, cell = mask[s], row[1]
+        cells = " ".join([cell[k] if ok[k] else "-" for k in kinds])
+        lines.append(f"S{s + 1} {travel[s]:.0f} {row[0]}{cells}{row[2]}")
     if not usable:
         lines.append("(no station can take this EV now)")
     defer = ",".join(map(str, obs.defer_options)) or "none"
@@ -196,3 +236,43 @@ def render_text(obs: Observation, max_stations: int = 8) -> str:
         f"DEFER options: {defer}. LOAD_SHIFT left this tick: {obs.load_shifts_left}."
     )
     return "\n".join(lines)
+
+
+def _tick_text(obs: Observation) -> tuple[str, str, list]:
+    """The text of the tick's part, written once per tick and shared by its requests.
+
+    The head line, the FEEDERS line, and per station (written when first listed)
+    its feeder column, its "free/plugs+queued" cell per kind and its cap note.
+    """
+    text = obs.tick_memo.get("text")
+    if text is not None:
+        return text
+    head = (
+        f"{obs.clock} tick {obs.tick}/{obs.n_ticks} tariff Rs{obs.tariff_inr:.2f}/kWh "
+        f"renewable {obs.renewable_share * 100:.0f}%"
+    )
+    a = obs.lists
+    feeders = "FEEDERS load% (30-min peak%): " + " ".join(
+        [
+            f"F{f} {u * 100:.0f}({p * 100:.0f})"
+            for f, u, p in zip(
+                range(1, len(a["feeder_util"]) + 1),
+                a["feeder_util"],
+                a["feeder_forecast"],
+                strict=True,
+            )
+        ]
+    )
+    text = obs.tick_memo["text"] = (head, feeders, [None] * len(a["plugs"]))
+    return text
+
+
+def _station_text(obs: Observation, rows: list, s: int) -> tuple[str, list, str]:
+    a = obs.lists
+    n, b, q = a["plugs"][s], a["busy"][s], a["queue"][s]
+    row = rows[s] = (
+        f"F{a['feeder_of'][s] + 1} ",
+        [f"{n[k] - b[k]}/{n[k]}+{q[k]}" if q[k] else f"{n[k] - b[k]}/{n[k]}" for k in range(3)],
+        f" capped{a['cap_kw'][s]:.0f}kW" if a["shifted"][s] else "",
+    )  # fmt: skip
+    return row

@@ -192,6 +192,7 @@ class World:
         self.shift_cap_kw = tables.limit_kw.copy()
         self.shifts_this_tick = 0
         self.station_kw = np.zeros(S)  # [kW] mean power over the last tick
+        self.obs_cache: tuple | None = None  # observation.py's view of this tick
         # Feeders
         self.background = tables.background_kw * feeder_noise  # (T, F)
         F = len(tables.city.feeders)

@@ -1,5 +1,6 @@
 """Same seed, same episode, bit for bit: in lockstep and across processes."""
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -14,8 +15,10 @@ from evgrid_core.policies import make_policy
 
 
 def _obs_equal(a, b) -> bool:  # noqa: ANN001
-    for field in a.__dataclass_fields__:
-        x, y = getattr(a, field), getattr(b, field)
+    for field in dataclasses.fields(a):
+        if not field.compare:  # memo of derived forms, not part of the state
+            continue
+        x, y = getattr(a, field.name), getattr(b, field.name)
         if isinstance(x, np.ndarray):
             if not np.array_equal(x, y):
                 return False

@@ -1,0 +1,68 @@
+"""The observation's city part is built once per tick: never stale, never changed."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+from test_core_determinism import _obs_equal
+
+from evgrid_core import SCENARIOS, EVGridEnv
+from evgrid_core.observation import build_observation, render_text
+from evgrid_core.policies import make_policy
+
+# load_shift_spam changes the city between two decisions of a tick; always_invalid
+# strands EVs; random_valid mixes ROUTE, DEFER and LOAD_SHIFT.
+POLICIES = ["random_valid", "load_shift_spam", "always_invalid", "greedy_eta"]
+
+
+def _fresh(env: EVGridEnv):  # noqa: ANN202
+    """The observation built from scratch, without the tick's shared part."""
+    w = env.world
+    kept, w.obs_cache = w.obs_cache, None
+    try:
+        return build_observation(w, env.done)
+    finally:
+        w.obs_cache = kept
+
+
+@pytest.mark.parametrize("scenario", sorted(SCENARIOS))
+def test_core_observation_shared_per_tick_equals_a_fresh_one(scenario: str) -> None:
+    shared = 0
+    for name in POLICIES:
+        env, policy = EVGridEnv(), make_policy(name)
+        obs, prev = env.reset(seed=3, scenario=scenario), None
+        policy.reset(3)
+        while True:
+            fresh = _fresh(env)
+            assert _obs_equal(obs, fresh)
+            assert render_text(obs, 8) == render_text(fresh, 8)
+            assert render_text(obs, 3) == render_text(fresh, 3)
+            assert obs.lists == fresh.lists
+            if prev is not None and obs.busy is prev.busy:
+                shared += 1
+            if env.done:
+                break
+            env.step(policy.act(obs))
+            obs, prev = env.observation(), obs
+    assert shared > 0  # the test did meet observations that share their tick's part
+
+
+def test_core_observation_arrays_are_read_only() -> None:
+    env = EVGridEnv()
+    obs = env.reset(seed=1)
+    for name in ("busy", "queue", "open", "cap_kw", "station_kw", "shifted",
+                 "feeder_util", "feeder_capacity_kw", "feeder_forecast"):  # fmt: skip
+        with pytest.raises(ValueError, match="read-only"):
+            getattr(obs, name)[0] = 0
+    # The world's own arrays stay writable: the next tick builds new ones.
+    env.world.busy[0, 0] += 0
+    assert np.array_equal(obs.busy, env.observation().busy)
+
+
+def test_core_observation_copy_starts_its_own_memo() -> None:
+    obs = EVGridEnv().reset(seed=1, scenario="festival_surge")
+    render_text(obs)  # fills the tick's memo
+    full = np.full_like(obs.busy, 2)
+    other = dataclasses.replace(obs, busy=full)
+    assert other.tick_memo == {} and other.lists["busy"] == full.tolist()
+    assert render_text(other) != render_text(obs)
