@@ -140,11 +140,11 @@ def observation_as_sent(payload: dict[str, Any]) -> EVGridObservation | None:
         grid = unvalidated(GridView, {**grid, "request": request})
     return unvalidated(
         EVGridObservation,
-        {
+        {  # in field order, as unvalidated() needs
+            "done": payload.get("done", False),
+            "reward": payload.get("reward"),
             **obs,
             "grid": grid,
             "reward_parts": unvalidated(RewardParts, parts),
-            "reward": payload.get("reward"),
-            "done": payload.get("done", False),
         },
     )

@@ -33,6 +33,7 @@ from .models import (
     EVGridState,
     EVRequestView,
     GridView,
+    RewardParts,
     unvalidated,
 )
 
@@ -168,57 +169,74 @@ class EVGridEnvironment(Environment[EVGridAction, EVGridObservation, EVGridState
     def _observation(
         self, reward: float | None, info: dict[str, Any] | None
     ) -> EVGridObservation:
+        # Built without validation: every value comes typed from the core, and
+        # validating the observation again cost more than building it (tests check
+        # that pydantic's validation gives back exactly this object).
         env = self._env
         core = env.observation()
         info = info or {}
-        return EVGridObservation(
-            done=env.done,
-            reward=reward,
-            prompt=render_text(core, env.config.obs_stations),  # = env.render_text()
-            grid=grid_view(core),
-            reward_parts=info.get("reward_parts", {}),
-            valid=info.get("valid"),
-            reason=info.get("reason", ""),
-            action=info.get("action"),
-            ev=info.get("ev"),
-            tick=core.tick,
+        parts = info.get("reward_parts")
+        return unvalidated(
+            EVGridObservation,
+            {
+                "done": env.done,
+                "reward": reward,
+                "metadata": {},
+                "prompt": render_text(
+                    core, env.config.obs_stations
+                ),  # = env.render_text()
+                "grid": grid_view(core),
+                "reward_parts": _NO_PARTS
+                if parts is None
+                else unvalidated(RewardParts, dict(parts)),
+                "valid": info.get("valid"),
+                "reason": info.get("reason", ""),
+                "action": info.get("action"),
+                "ev": info.get("ev"),
+                "tick": core.tick,
+            },
         )
+
+
+_NO_PARTS = RewardParts()  # after reset: every part 0 (never mutated)
 
 
 def grid_view(obs: CoreObservation) -> GridView:
     """The core's observation as plain JSON-able data.
 
-    The request is validated (14 values); the rest is not: it comes straight from
-    the core, and validating some 500 numbers on every step cost more than building
-    them.
+    Not validated: every value comes straight from the core, and validating some
+    500 numbers on every step cost more than building them. The lists are the
+    core's ``Observation.lists``, shared by the observations of one tick.
     """
-    r = obs.request
+    r, a = obs.request, obs.lists
     return unvalidated(
         GridView,
-        {
+        {  # in GridView's field order: the JSON is written in this order
             "tick": obs.tick,
             "n_ticks": obs.n_ticks,
             "clock": obs.clock,
             "tariff_inr": float(obs.tariff_inr),
             "renewable_share": float(obs.renewable_share),
-            "request": None if r is None else EVRequestView.model_validate(r.__dict__),
+            "request": None
+            if r is None
+            else unvalidated(EVRequestView, dict(r.__dict__)),
             "pending": obs.pending,
-            "travel_min": obs.travel_min.tolist(),
-            "road_km": obs.road_km.tolist(),
-            "route_mask": obs.route_mask.tolist(),
+            "travel_min": a["travel_min"],
+            "road_km": a["road_km"],
+            "route_mask": a["route_mask"],
             "defer_options": list(obs.defer_options),
-            "plugs": obs.plugs.tolist(),
-            "busy": obs.busy.tolist(),
-            "queue": obs.queue.tolist(),
-            "open": obs.open.tolist(),
-            "cap_kw": obs.cap_kw.tolist(),
-            "station_kw": obs.station_kw.tolist(),
-            "shifted": obs.shifted.tolist(),
-            "feeder_of": obs.feeder_of.tolist(),
-            "feeder_util": obs.feeder_util.tolist(),
-            "feeder_capacity_kw": obs.feeder_capacity_kw.tolist(),
-            "feeder_forecast": obs.feeder_forecast.tolist(),
+            "plugs": a["plugs"],
+            "busy": a["busy"],
+            "queue": a["queue"],
+            "open": a["open"],
+            "cap_kw": a["cap_kw"],
+            "station_kw": a["station_kw"],
+            "shifted": a["shifted"],
+            "feeder_of": a["feeder_of"],
+            "feeder_util": a["feeder_util"],
+            "feeder_capacity_kw": a["feeder_capacity_kw"],
+            "feeder_forecast": a["feeder_forecast"],
             "load_shifts_left": obs.load_shifts_left,
-            "station_names": list(obs.station_names),
+            "station_names": a["station_names"],
         },
     )

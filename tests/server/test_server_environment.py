@@ -19,7 +19,13 @@ from evgrid_openenv.environment import (  # noqa: E402
     EVGridEnvironment,
     EVGridRequestError,
 )
-from evgrid_openenv.models import EVGridAction, EVGridObservation  # noqa: E402
+from evgrid_openenv.models import (  # noqa: E402
+    EVGridAction,
+    EVGridObservation,
+    EVRequestView,
+    GridView,
+    RewardParts,
+)
 
 
 def test_server_environment_follows_a_non_default_config() -> None:
@@ -89,7 +95,9 @@ def test_server_client_takes_the_servers_observation_as_sent(
             }
         )
         assert taken == validated == sent
-        assert taken.model_dump_json() == sent.model_dump_json()
+        # Same JSON, byte for byte: same types, same field order as pydantic's.
+        assert taken.model_dump_json() == validated.model_dump_json()
+        assert sent.model_dump_json() == validated.model_dump_json()
 
 
 def test_server_observation_dump_for_openenv_equals_pydantics() -> None:
@@ -135,3 +143,13 @@ def test_server_client_validates_a_frame_whose_fields_differ(
         EVGridClient("http://127.0.0.1:9")._parse_result(payload)
     locs = [".".join(str(p) for p in err["loc"]) for err in e.value.errors()]
     assert words in locs, locs
+
+
+def test_server_models_built_unvalidated_are_plain() -> None:
+    # unvalidated() sets what model_construct would, which is all these need: no
+    # private attributes, no extra fields, no post-init hook, not a root model.
+    for model in (EVGridObservation, GridView, EVRequestView, RewardParts):
+        assert not model.__private_attributes__, model
+        assert model.model_config.get("extra") == "forbid", model
+        assert not model.__pydantic_post_init__, model
+        assert not model.__pydantic_root_model__, model
