@@ -112,24 +112,23 @@ def build_observation(w: World, done: bool) -> Observation:
     else:
         ev = w.pending[0]
         travel = w.travel_minutes(ev)
-        km = city.road_km[w.node[ev]].copy()
-        a = w.arrivals
-        crit = bool(w.critical[ev])
+        km = city.road_km[w.node_list[ev]].copy()
+        crit, now = w.critical_list[ev], w.minute
         req = EVRequest(
             id=ev + 1,
             klass=CLASS_NAMES[w.klass[ev]],
-            node=city.nodes[w.node[ev]],
-            battery_kwh=float(w.battery[ev]),
+            node=city.nodes[w.node_list[ev]],
+            battery_kwh=w.battery_list[ev],
             soc=float(w.soc[ev]),
-            target=float(w.target[ev]),
-            max_ac_kw=float(a.max_ac_kw[ev]),
-            max_dc_kw=float(a.max_dc_kw[ev]),
+            target=w.target_list[ev],
+            max_ac_kw=w.max_ac_list[ev],
+            max_dc_kw=w.max_dc_list[ev],
             range_km=w.range_km(ev),
-            waited_min=w.minute - float(w.request_minute[ev]),
-            defers=int(w.defers[ev]),
+            waited_min=now - w.request_list[ev],
+            defers=w.defers[ev],
             critical=crit,
-            deadline_in_min=float(w.deadline_minute[ev] - w.minute) if crit else None,
-            patience_left_min=float(w.patience_minute[ev] - w.minute),
+            deadline_in_min=w.deadline_list[ev] - now if crit else None,
+            patience_left_min=w.patience_list[ev] - now,
         )
         deferrals = defer_options(w, ev)
     view, memo = _tick_view(w, done)
@@ -197,7 +196,7 @@ def _frozen(a: np.ndarray) -> np.ndarray:
 
 def render_text(obs: Observation, max_stations: int = 8) -> str:
     """The compact text observation. Lists the nearest stations the EV may use."""
-    head, feeders, rows = _tick_text(obs)
+    head, feeders = _tick_text(obs)
     if obs.done or obs.request is None:
         return head + "\nEpisode over."
     r = obs.request
@@ -224,11 +223,20 @@ def render_text(obs: Observation, max_stations: int = 8) -> str:
     mask, travel = lists["route_mask"], lists["travel_min"]
     usable = [s for s, m in enumerate(mask) if True in m]
     nearest = sorted(usable, key=travel.__getitem__)[:max_stations]
+    plugs, busy, queue = lists["plugs"], lists["busy"], lists["queue"]
+    feeder_of, shifted = lists["feeder_of"], lists["shifted"]
     for s in nearest:
-        row = rows[s] or _station_text(obs, rows, s)
-        ok, cell = mask[s], row[1]
-        cells = " ".join([cell[k] if ok[k] else "-" for k in kinds])
-        lines.append(f"S{s + 1} {travel[s]:.0f} {row[0]}{cells}{row[2]}")
+        ok, n, b, q = mask[s], plugs[s], busy[s], queue[s]
+        cells = " ".join(
+            [
+                (f"{n[k] - b[k]}/{n[k]}+{q[k]}" if q[k] else f"{n[k] - b[k]}/{n[k]}")
+                if ok[k]
+                else "-"
+                for k in kinds
+            ]
+        )
+        cap = f" capped{lists['cap_kw'][s]:.0f}kW" if shifted[s] else ""
+        lines.append(f"S{s + 1} {travel[s]:.0f} F{feeder_of[s] + 1} {cells}{cap}")
     if not usable:
         lines.append("(no station can take this EV now)")
     defer = ",".join(map(str, obs.defer_options)) or "none"
@@ -238,41 +246,26 @@ def render_text(obs: Observation, max_stations: int = 8) -> str:
     return "\n".join(lines)
 
 
-def _tick_text(obs: Observation) -> tuple[str, str, list]:
-    """The text of the tick's part, written once per tick and shared by its requests.
-
-    The head line, the FEEDERS line, and per station (written when first listed)
-    its feeder column, its "free/plugs+queued" cell per kind and its cap note.
-    """
+def _tick_text(obs: Observation) -> tuple[str, str]:
+    """The head and FEEDERS lines: written once per tick, shared by its requests."""
     text = obs.tick_memo.get("text")
-    if text is not None:
-        return text
-    head = (
-        f"{obs.clock} tick {obs.tick}/{obs.n_ticks} tariff Rs{obs.tariff_inr:.2f}/kWh "
-        f"renewable {obs.renewable_share * 100:.0f}%"
-    )
-    a = obs.lists
-    feeders = "FEEDERS load% (30-min peak%): " + " ".join(
-        [
-            f"F{f} {u * 100:.0f}({p * 100:.0f})"
-            for f, u, p in zip(
-                range(1, len(a["feeder_util"]) + 1),
-                a["feeder_util"],
-                a["feeder_forecast"],
-                strict=True,
-            )
-        ]
-    )
-    text = obs.tick_memo["text"] = (head, feeders, [None] * len(a["plugs"]))
+    if text is None:
+        head = (
+            f"{obs.clock} tick {obs.tick}/{obs.n_ticks} "
+            f"tariff Rs{obs.tariff_inr:.2f}/kWh "
+            f"renewable {obs.renewable_share * 100:.0f}%"
+        )
+        a = obs.lists
+        feeders = "FEEDERS load% (30-min peak%): " + " ".join(
+            [
+                f"F{f} {u * 100:.0f}({p * 100:.0f})"
+                for f, u, p in zip(
+                    range(1, len(a["feeder_util"]) + 1),
+                    a["feeder_util"],
+                    a["feeder_forecast"],
+                    strict=True,
+                )
+            ]
+        )
+        text = obs.tick_memo["text"] = (head, feeders)
     return text
-
-
-def _station_text(obs: Observation, rows: list, s: int) -> tuple[str, list, str]:
-    a = obs.lists
-    n, b, q = a["plugs"][s], a["busy"][s], a["queue"][s]
-    row = rows[s] = (
-        f"F{a['feeder_of'][s] + 1} ",
-        [f"{n[k] - b[k]}/{n[k]}+{q[k]}" if q[k] else f"{n[k] - b[k]}/{n[k]}" for k in range(3)],
-        f" capped{a['cap_kw'][s]:.0f}kW" if a["shifted"][s] else "",
-    )  # fmt: skip
-    return row

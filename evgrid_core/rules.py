@@ -69,20 +69,32 @@ def route_problem(w: World, ev: int, station: int, kind: int) -> str | None:
 
 
 def defer_problem(w: World, ev: int, minutes: int) -> str | None:
-    cfg = w.config
-    if w.defers[ev] >= cfg.max_defers:
-        return f"E{ev + 1} was already deferred {cfg.max_defers} times"
-    if w.minute + minutes > w.patience_minute[ev]:
-        left = max(0.0, w.patience_minute[ev] - w.minute)
-        return f"E{ev + 1} gives up in {left:.0f} min; cannot defer {minutes}"
-    if w.tick + minutes // cfg.tick_minutes >= w.n_ticks:
-        return "cannot defer past the end of the episode"
-    return None
+    return _defer_problem(w, ev, minutes, *_defer_inputs(w, ev))
 
 
 def defer_options(w: World, ev: int) -> tuple[int, ...]:
     """The DEFER minutes ``defer_problem`` allows for ``ev`` now."""
-    return tuple(m for m in DEFER_MINUTES if defer_problem(w, ev, m) is None)
+    inputs = _defer_inputs(w, ev)  # read once for all the options
+    return tuple(m for m in DEFER_MINUTES if _defer_problem(w, ev, m, *inputs) is None)
+
+
+def _defer_inputs(w: World, ev: int) -> tuple[int, float, float]:
+    """What the DEFER rule reads about ``ev``: defers so far, now, patience [min]."""
+    return w.defers[ev], w.minute, w.patience_list[ev]
+
+
+def _defer_problem(
+    w: World, ev: int, minutes: int, defers: int, now: float, patience: float
+) -> str | None:
+    cfg = w.config
+    if defers >= cfg.max_defers:
+        return f"E{ev + 1} was already deferred {cfg.max_defers} times"
+    if now + minutes > patience:
+        left = max(0.0, patience - now)
+        return f"E{ev + 1} gives up in {left:.0f} min; cannot defer {minutes}"
+    if w.tick + minutes // cfg.tick_minutes >= w.n_ticks:
+        return "cannot defer past the end of the episode"
+    return None
 
 
 def shift_problem(w: World, station: int) -> str | None:
@@ -103,12 +115,5 @@ def route_mask(w: World) -> np.ndarray:
         return np.zeros((S, 3), dtype=bool)
     ev = w.pending[0]
     node = w.node_list[ev]
-    ok = w.tables.reachable[w._t(), node] & (
-        w.tables.city.road_km[node] <= w.range_km(ev)
-    )
-    mask = (w.tables.plugs > 0) & ok[:, None]
-    if not w.ac_ok[ev]:
-        mask[:, 0] = False
-    if not w.dc_ok[ev]:
-        mask[:, 1:] = False
-    return mask
+    in_range = w.tables.city.road_km[node] <= w.range_km(ev)
+    return w.tables.routable[w._t(), node] & in_range[:, None] & w.kinds_ok[ev]

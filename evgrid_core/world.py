@@ -54,6 +54,7 @@ class ScenarioTables:
     feeder_of: np.ndarray  # (S,) feeder index
     limit_kw: np.ndarray  # (S,) [kW]
     plugs: np.ndarray  # (S, 3)
+    routable: np.ndarray  # (T, N, S, 3) bool: reachable and the station has the kind
     # Python-list views of the same numbers, for scalar look-ups on the hot path.
     road_km_rows: list[list[float]]  # [node][station] [km]
     speed_list: list[float]  # [tick] [km/h]
@@ -110,6 +111,8 @@ def _tables(
         feeder_of=np.array([st.feeder for st in city.stations]),
         limit_kw=np.array([st.limit_kw for st in city.stations]),
         plugs=np.array([st.plugs for st in city.stations]),
+        routable=reachable[..., None]
+        & (np.array([st.plugs for st in city.stations]) > 0),
         road_km_rows=city.road_km.tolist(),
         speed_list=speed.tolist(),
         open_rows=is_open.tolist(),
@@ -125,6 +128,77 @@ def scenario_tables(sc: Scenario, config: SimConfig) -> ScenarioTables:
 
 class World:
     """Mutable state of one episode. EVs are indices 0..n-1 (id = index + 1)."""
+
+    # Every attribute declared: attribute look-ups are the hot path's commonest
+    # operation, and slots make them cheaper and a World smaller.
+    __slots__ = (
+        "_sessions",
+        "above_soft",
+        "ac_ok",
+        "arrivals",
+        "arrivals_at",
+        "arrive_minute",
+        "background",
+        "background_rows",
+        "battery",
+        "battery_list",
+        "busy",
+        "charging",
+        "config",
+        "critical",
+        "critical_list",
+        "dc_ok",
+        "deadline_list",
+        "deadline_minute",
+        "defers",
+        "depart_minute",
+        "dt_h",
+        "energy_kwh",
+        "feeder_background",
+        "feeder_capacity",
+        "feeder_ev_kw",
+        "feeder_util",
+        "finished",
+        "kind",
+        "kinds_ok",
+        "klass",
+        "km_per_kwh",
+        "km_per_kwh_list",
+        "late",
+        "max_ac_list",
+        "max_dc_list",
+        "n_ticks",
+        "node",
+        "node_list",
+        "nonempty",
+        "obs_cache",
+        "patience_list",
+        "patience_minute",
+        "pending",
+        "plug_kw",
+        "plug_minute",
+        "queue_len",
+        "queues",
+        "reach_at",
+        "request_list",
+        "request_minute",
+        "requests_at",
+        "scenario",
+        "shift_cap_kw",
+        "shift_until",
+        "shifts_this_tick",
+        "soc",
+        "station",
+        "station_kw",
+        "status",
+        "tables",
+        "taper_start",
+        "target",
+        "target_list",
+        "tick",
+        "unplug_minute",
+        "waiting_critical",
+    )
 
     def __init__(
         self,
@@ -155,7 +229,7 @@ class World:
         self.status = np.zeros(n, dtype=np.int8)
         self.station = np.full(n, -1, dtype=np.int64)
         self.kind = np.full(n, -1, dtype=np.int64)
-        self.defers = np.zeros(n, dtype=np.int64)
+        self.defers = [0] * n  # times deferred
         self.late = np.zeros(n, dtype=bool)
         self.depart_minute = np.full(n, np.nan)
         self.arrive_minute = np.full(n, np.nan)
@@ -168,9 +242,21 @@ class World:
         self.patience_minute = a.minute + a.patience_min
         self.ac_ok = (a.max_ac_kw > 0).tolist()
         self.dc_ok = (a.max_dc_kw > 0).tolist()
+        ac, dc = a.max_ac_kw > 0, a.max_dc_kw > 0
+        self.kinds_ok = np.stack(
+            [ac, dc, dc], axis=1
+        )  # (n, 3): SLOW is AC, FAST/ULTRA DC
+        # Python-list views of the fixed attributes, for scalar look-ups on the hot path.
         self.node_list = a.node.tolist()
         self.km_per_kwh_list = a.km_per_kwh.tolist()
         self.battery_list = a.battery_kwh.tolist()
+        self.target_list = a.target.tolist()
+        self.max_ac_list = a.max_ac_kw.tolist()
+        self.max_dc_list = a.max_dc_kw.tolist()
+        self.critical_list = a.critical.tolist()
+        self.request_list = self.request_minute.tolist()
+        self.deadline_list = self.deadline_minute.tolist()
+        self.patience_list = self.patience_minute.tolist()
         # Scheduling
         self.arrivals_at: dict[int, list[int]] = {}
         for i, t in enumerate(a.tick.tolist()):
