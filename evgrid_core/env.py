@@ -115,7 +115,9 @@ class EVGridEnv:
             ok, reason = validate_action(w, parsed)
         parts = dict.fromkeys(REWARD_KEYS, 0.0)
         # An invalid answer fails the request being decided (the first pending one).
-        ev = parsed.ev - 1 if ok and isinstance(parsed, Route | Defer) else w.pending[0]
+        ev = (
+            parsed.ev - 1 if ok and isinstance(parsed, (Route, Defer)) else w.pending[0]
+        )
         weights = self.config.weights
         if not ok:
             parts["invalid"] -= weights.invalid

@@ -18,7 +18,7 @@ def validate_action(w: World, action: Action) -> tuple[bool, str]:
     if w.finished or not w.pending:
         return False, "the episode is over"
     ev = w.pending[0]
-    if isinstance(action, Route | Defer):
+    if isinstance(action, (Route, Defer)):
         # Any EV waiting for a decision at this tick may be decided, the named one first
         # by default (the observation describes it); others only by their id.
         ev = action.ev - 1

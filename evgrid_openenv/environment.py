@@ -206,7 +206,7 @@ def grid_view(obs: CoreObservation) -> GridView:
 
     Not validated: every value comes straight from the core, and validating some
     500 numbers on every step cost more than building them. The lists are the
-    core's ``Observation.lists``, shared by the observations of one tick.
+    core's ``Observation.lists``, built for this observation.
     """
     r, a = obs.request, obs.lists
     return unvalidated(

@@ -66,3 +66,26 @@ def test_core_observation_copy_starts_its_own_memo() -> None:
     other = dataclasses.replace(obs, busy=full)
     assert other.tick_memo == {} and other.lists["busy"] == full.tolist()
     assert render_text(other) != render_text(obs)
+
+
+def test_core_observation_equals_the_one_its_init_builds() -> None:
+    # build_observation skips the dataclasses' __init__: every field must be there.
+    env, policy = EVGridEnv(), make_policy("random_valid")
+    obs = env.reset(seed=4, scenario="heatwave")
+    policy.reset(4)
+    while True:
+        for item in (obs, obs.request) if obs.request else (obs,):
+            names = {f.name for f in dataclasses.fields(item)}
+            assert names <= item.__dict__.keys()
+            again = type(item)(
+                **{
+                    f.name: getattr(item, f.name)
+                    for f in dataclasses.fields(item)
+                    if f.init
+                }
+            )
+            assert _obs_equal(again, item) and repr(again) == repr(item)
+        if env.done:
+            break
+        env.step(policy.act(obs))
+        obs = env.observation()
