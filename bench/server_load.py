@@ -47,6 +47,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="alternate EV Grid and trivial loads this many times (other load on "
         "the machine drifts; the ratio is taken per round and over all)",
     )
+    p.add_argument(
+        "--trivial-inline",
+        action="store_true",
+        help="run the echo's steps on the event loop, as EV Grid's are (by default "
+        "it has a plain step, which OpenEnv runs on a worker thread)",
+    )
     p.add_argument("--json", action="store_true", help="print the figures as JSON")
     p.add_argument("--serve-trivial", type=int, default=None, help=argparse.SUPPRESS)
     return p.parse_args(argv)
@@ -55,7 +61,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 # --- The trivial reference environment ------------------------------------------
 
 
-def serve_trivial(port: int, max_sessions: int) -> None:
+def serve_trivial(port: int, max_sessions: int, inline: bool = False) -> None:
     """An echo environment with OpenEnv's own app, as the latency floor."""
     import uvicorn
     from openenv.core.env_server.http_server import create_app
@@ -88,8 +94,15 @@ def serve_trivial(port: int, max_sessions: int) -> None:
         def state(self) -> State:
             return self._state
 
+    class InlineEchoEnvironment(EchoEnvironment):
+        async def step_async(self, action, timeout_s=None, **kwargs) -> EchoObservation:
+            return self.step(action)
+
     app = create_app(
-        EchoEnvironment, EchoAction, EchoObservation, max_concurrent_envs=max_sessions
+        InlineEchoEnvironment if inline else EchoEnvironment,
+        EchoAction,
+        EchoObservation,
+        max_concurrent_envs=max_sessions,
     )
     uvicorn.run(
         app,
@@ -240,7 +253,7 @@ def summarise(runs: list[dict]) -> dict:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.serve_trivial is not None:
-        serve_trivial(args.serve_trivial, max(args.sessions, 1))
+        serve_trivial(args.serve_trivial, max(args.sessions, 1), args.trivial_inline)
         return 0
     env = {"EVGRID_MAX_SESSIONS": str(args.sessions + 8), "ENABLE_WEB_INTERFACE": "0"}
     procs = []
@@ -279,6 +292,7 @@ def main(argv: list[str] | None = None) -> int:
                     str(tport),
                     "--sessions",
                     str(args.sessions + 8),
+                    *(["--trivial-inline"] if args.trivial_inline else []),
                 ],
                 tport,
                 env,
@@ -315,7 +329,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     print(
         f"{args.sessions} sessions x {args.steps} steps x {args.rounds} rounds, "
-        f"{os.cpu_count()} CPUs (load avg {os.getloadavg()[0]:.1f}), loopback"
+        f"{os.cpu_count()} CPUs (load avg {os.getloadavg()[0]:.1f}), loopback; "
+        f"echo steps on {'the event loop' if args.trivial_inline else 'worker threads'}"
     )
     print(f"{'server':8} {'steps':>6} {'errors':>6} {'p50 ms':>8} {'p95 ms':>8} "
           f"{'p99 ms':>8} {'steps/s':>8} {'srv CPU':>8} {'cli CPU':>8}")  # fmt: skip
