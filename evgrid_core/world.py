@@ -95,7 +95,8 @@ def _tables(
         True,
     )
     reachable = (travel <= max_travel_minutes) & is_open[:, None, :] & open_at_arrival
-    return ScenarioTables(
+    plugs = np.array([st.plugs for st in city.stations])  # (S, 3)
+    tables = ScenarioTables(
         city=city,
         travel_min=travel,
         reachable=reachable,
@@ -110,9 +111,8 @@ def _tables(
         station_open=is_open,
         feeder_of=np.array([st.feeder for st in city.stations]),
         limit_kw=np.array([st.limit_kw for st in city.stations]),
-        plugs=np.array([st.plugs for st in city.stations]),
-        routable=reachable[..., None]
-        & (np.array([st.plugs for st in city.stations]) > 0),
+        plugs=plugs,
+        routable=reachable[..., None] & (plugs > 0),
         road_km_rows=city.road_km.tolist(),
         speed_list=speed.tolist(),
         open_rows=is_open.tolist(),
@@ -120,6 +120,12 @@ def _tables(
         capacity_rows=capacity.tolist(),
         station_names=tuple(st.name for st in city.stations),
     )
+    # Shared by every episode of the scenario in this process, and handed out in
+    # observations (travel_min, plugs, feeder_of): read-only, so none can change them.
+    for value in vars(tables).values():
+        if isinstance(value, np.ndarray):
+            value.flags.writeable = False
+    return tables
 
 
 def scenario_tables(sc: Scenario, config: SimConfig) -> ScenarioTables:
@@ -242,10 +248,8 @@ class World:
         self.patience_minute = a.minute + a.patience_min
         self.ac_ok = (a.max_ac_kw > 0).tolist()
         self.dc_ok = (a.max_dc_kw > 0).tolist()
-        ac, dc = a.max_ac_kw > 0, a.max_dc_kw > 0
-        self.kinds_ok = np.stack(
-            [ac, dc, dc], axis=1
-        )  # (n, 3): SLOW is AC, FAST/ULTRA DC
+        ac, dc = a.max_ac_kw > 0, a.max_dc_kw > 0  # SLOW is AC; FAST and ULTRA are DC
+        self.kinds_ok = np.stack([ac, dc, dc], axis=1)  # (n, 3)
         # Python-list views of the fixed attributes, for scalar look-ups on the hot path.
         self.node_list = a.node.tolist()
         self.km_per_kwh_list = a.km_per_kwh.tolist()

@@ -175,20 +175,19 @@ class EVGridEnvironment(Environment[EVGridAction, EVGridObservation, EVGridState
         env = self._env
         core = env.observation()
         info = info or {}
-        parts = info.get("reward_parts")
+        parts = info.get("reward_parts")  # none after reset: every part 0
+        parts = (
+            RewardParts() if parts is None else unvalidated(RewardParts, dict(parts))
+        )
         return unvalidated(
             EVGridObservation,
             {
                 "done": env.done,
                 "reward": reward,
                 "metadata": {},
-                "prompt": render_text(
-                    core, env.config.obs_stations
-                ),  # = env.render_text()
+                "prompt": render_text(core, env.config.obs_stations),  # as the core's
                 "grid": grid_view(core),
-                "reward_parts": _NO_PARTS
-                if parts is None
-                else unvalidated(RewardParts, dict(parts)),
+                "reward_parts": parts,
                 "valid": info.get("valid"),
                 "reason": info.get("reason", ""),
                 "action": info.get("action"),
@@ -196,9 +195,6 @@ class EVGridEnvironment(Environment[EVGridAction, EVGridObservation, EVGridState
                 "tick": core.tick,
             },
         )
-
-
-_NO_PARTS = RewardParts()  # after reset: every part 0 (never mutated)
 
 
 def grid_view(obs: CoreObservation) -> GridView:
@@ -209,6 +205,7 @@ def grid_view(obs: CoreObservation) -> GridView:
     core's ``Observation.lists``, built for this observation.
     """
     r, a = obs.request, obs.lists
+    request = None if r is None else unvalidated(EVRequestView, dict(r.__dict__))
     return unvalidated(
         GridView,
         {  # in GridView's field order: the JSON is written in this order
@@ -217,9 +214,7 @@ def grid_view(obs: CoreObservation) -> GridView:
             "clock": obs.clock,
             "tariff_inr": float(obs.tariff_inr),
             "renewable_share": float(obs.renewable_share),
-            "request": None
-            if r is None
-            else unvalidated(EVRequestView, dict(r.__dict__)),
+            "request": request,
             "pending": obs.pending,
             "travel_min": a["travel_min"],
             "road_km": a["road_km"],

@@ -50,8 +50,10 @@ def test_core_observation_shared_per_tick_equals_a_fresh_one(scenario: str) -> N
 def test_core_observation_arrays_are_read_only() -> None:
     env = EVGridEnv()
     obs = env.reset(seed=1)
+    # The tick's arrays, and the scenario's tables that observations hand out.
     for name in ("busy", "queue", "open", "cap_kw", "station_kw", "shifted",
-                 "feeder_util", "feeder_capacity_kw", "feeder_forecast"):  # fmt: skip
+                 "feeder_util", "feeder_capacity_kw", "feeder_forecast",
+                 "travel_min", "plugs", "feeder_of"):  # fmt: skip
         with pytest.raises(ValueError, match="read-only"):
             getattr(obs, name)[0] = 0
     # The world's own arrays stay writable: the next tick builds new ones.
