@@ -30,6 +30,7 @@ class ChargerKind(IntEnum):
 
 KIND_NAMES: tuple[str, ...] = tuple(k.name for k in ChargerKind)
 DEFER_MINUTES: tuple[int, ...] = (5, 10, 15, 20, 30, 45, 60)  # [min]
+assert list(DEFER_MINUTES) == sorted(set(DEFER_MINUTES))  # rules.defer_options
 SHIFT_CAP_PCT: tuple[int, ...] = (25, 50, 75)  # [% of station limit]
 SHIFT_MINUTES: tuple[int, ...] = (15, 30, 45, 60)  # [min]
 MAX_ID = 9999  # ids are 1..9999 written without leading zeros

@@ -73,9 +73,17 @@ def defer_problem(w: World, ev: int, minutes: int) -> str | None:
 
 
 def defer_options(w: World, ev: int) -> tuple[int, ...]:
-    """The DEFER minutes ``defer_problem`` allows for ``ev`` now."""
+    """The DEFER minutes ``defer_problem`` allows for ``ev`` now.
+
+    Each of the rule's conditions, if it allows some minutes, allows every shorter
+    option too, so the allowed options are the shortest ones: asked from the
+    longest down, the first allowed one ends the search (most often at once).
+    """
     inputs = _defer_inputs(w, ev)  # read once for all the options
-    return tuple(m for m in DEFER_MINUTES if _defer_problem(w, ev, m, *inputs) is None)
+    for i in range(len(DEFER_MINUTES) - 1, -1, -1):
+        if _defer_problem(w, ev, DEFER_MINUTES[i], *inputs) is None:
+            return DEFER_MINUTES[: i + 1]
+    return ()
 
 
 def _defer_inputs(w: World, ev: int) -> tuple[int, float, float]:
