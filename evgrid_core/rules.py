@@ -94,6 +94,8 @@ def _defer_inputs(w: World, ev: int) -> tuple[int, float, float]:
 def _defer_problem(
     w: World, ev: int, minutes: int, defers: int, now: float, patience: float
 ) -> str | None:
+    # A condition that allows some minutes must allow every shorter option too:
+    # defer_options relies on it (tests check it against every option).
     cfg = w.config
     if defers >= cfg.max_defers:
         return f"E{ev + 1} was already deferred {cfg.max_defers} times"
