@@ -174,6 +174,7 @@ def _tick_view(w: World, done: bool) -> tuple[dict[str, Any], dict[str, Any]]:
     horizon = slice(t, min(w.n_ticks, t + FORECAST_TICKS))
     fc = (w.background[horizon] + w.feeder_ev_kw) / w.tables.capacity_kw[horizon]
     shifted = w.shift_until > w.tick
+    util = _frozen(np.array(w.feeder_util, dtype=float))
     view = {
         "tick": w.tick,
         "n_ticks": w.n_ticks,
@@ -188,11 +189,9 @@ def _tick_view(w: World, done: bool) -> tuple[dict[str, Any], dict[str, Any]]:
         "station_kw": _frozen(w.station_kw.copy()),
         "shifted": _frozen(shifted),
         "feeder_of": w.tables.feeder_of,
-        "feeder_util": _frozen(np.array(w.feeder_util, dtype=float)),
+        "feeder_util": util,
         "feeder_capacity_kw": _frozen(w.tables.capacity_kw[t].copy()),
-        "feeder_forecast": _frozen(
-            fc.max(axis=0) if fc.size else np.array(w.feeder_util, dtype=float)
-        ),
+        "feeder_forecast": _frozen(fc.max(axis=0)) if fc.size else util,
         "load_shifts_left": max(
             0, w.config.max_load_shifts_per_tick - w.shifts_this_tick
         ),

@@ -246,9 +246,8 @@ class World:
         self.energy_kwh = np.zeros(n)  # [kWh] grid energy delivered
         self.deadline_minute = a.minute + a.deadline_min
         self.patience_minute = a.minute + a.patience_min
-        self.ac_ok = (a.max_ac_kw > 0).tolist()
-        self.dc_ok = (a.max_dc_kw > 0).tolist()
         ac, dc = a.max_ac_kw > 0, a.max_dc_kw > 0  # SLOW is AC; FAST and ULTRA are DC
+        self.ac_ok, self.dc_ok = ac.tolist(), dc.tolist()
         self.kinds_ok = np.stack([ac, dc, dc], axis=1)  # (n, 3)
         # Python-list views of the fixed attributes, for scalar look-ups on the hot path.
         self.node_list = a.node.tolist()
