@@ -21,6 +21,7 @@ from openenv.core.env_server.serialization import (
     serialize_observation,
 )
 from openenv.core.env_server.types import WSObservationResponse
+from server_load import choose  # the load benchmark's client choice (bench/)
 
 from evgrid_openenv.environment import EVGridEnvironment
 from evgrid_openenv.models import EVGridAction
@@ -34,33 +35,16 @@ PARTS = (
 )
 
 
-def choose(obs: dict) -> str:
-    """The load benchmark's client choice: first routable (station, kind), else DEFER."""
-    grid = obs["observation"]["grid"]
-    ev = grid["request"]["id"]
-    for s, kinds in enumerate(grid["route_mask"]):
-        for k, ok in enumerate(kinds):
-            if ok:
-                return f"ROUTE E{ev} S{s + 1} {('SLOW', 'FAST', 'ULTRA')[k]}"
-    options = grid["defer_options"]
-    return f"DEFER E{ev} {options[0] if options else 5}"
-
-
 def one_pass(sessions: int, steps: int, scenario: str) -> dict[str, float]:
     clock = time.perf_counter
     envs = [EVGridEnvironment() for _ in range(sessions)]
-    last = [
-        serialize_observation(env.reset(seed=i, scenario=scenario))
-        for i, env in enumerate(envs)
-    ]
+    last = [env.reset(seed=i, scenario=scenario) for i, env in enumerate(envs)]
     total = dict.fromkeys([name for name, _ in PARTS], 0.0)
     n = 0
     for _ in range(steps):
         for i, env in enumerate(envs):
-            if last[i]["done"]:
-                last[i] = serialize_observation(
-                    env.reset(seed=i + 1000, scenario=scenario)
-                )
+            if last[i].done:
+                last[i] = env.reset(seed=i + 1000, scenario=scenario)
             message = json.dumps({"type": "step", "data": {"text": choose(last[i])}})
             t0 = clock()
             action = deserialize_action(json.loads(message)["data"], EVGridAction)
@@ -72,14 +56,14 @@ def one_pass(sessions: int, steps: int, scenario: str) -> dict[str, float]:
             t3 = clock()
             data = serialize_observation(obs)
             t4 = clock()
-            frame = WSObservationResponse(data=data).model_dump_json()
+            WSObservationResponse(data=data).model_dump_json()
             t5 = clock()
             for (name, _), a, b in zip(
                 PARTS, (t0, t1, t2, t3, t4), (t1, t2, t3, t4, t5), strict=True
             ):
                 total[name] += b - a
             n += 1
-            last[i] = json.loads(frame)["data"]
+            last[i] = obs  # what the frame carries
     return {name: seconds / n * 1e6 for name, seconds in total.items()}
 
 
