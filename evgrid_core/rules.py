@@ -31,6 +31,10 @@ def validate_action(w: World, action: Action) -> tuple[bool, str]:
                 f"E{action.ev} is not waiting for a decision now (waiting: {waiting})",
             )
     if isinstance(action, Route):
+        # The mask's tables judge the pair; the rule restated below names the problem
+        # (tests check the two agree on every pair).
+        if route_allowed(w, ev, action.station, int(action.kind)):
+            return True, ""
         problem = route_problem(w, ev, action.station, int(action.kind))
         return (False, problem) if problem else (True, "")
     if isinstance(action, Defer):
@@ -119,11 +123,30 @@ def shift_problem(w: World, station: int) -> str | None:
 
 
 def route_mask(w: World) -> np.ndarray:
-    """(S, 3) bool: which ROUTE (station, kind) the current request may take."""
+    """(S, 3) bool: which ROUTE (station, kind) the current request may take.
+
+    Read-only: when every station is within the EV's range (the common case) it is
+    the scenario table's own row.
+    """
     S = w.tables.city.n_stations
     if w.finished or not w.pending:
         return np.zeros((S, 3), dtype=bool)
     ev = w.pending[0]
     node = w.node_list[ev]
-    in_range = w.tables.city.road_km[node] <= w.range_km(ev)
-    return w.tables.routable[w._t(), node] & in_range[:, None] & w.kinds_ok[ev]
+    mask = w.tables.routable_by_inlet[w._t(), node, w.inlet[ev]]
+    reach = w.range_km(ev)
+    if reach >= w.tables.far_km[node]:
+        return mask
+    mask = mask & (w.tables.city.road_km[node] <= reach)[:, None]
+    mask.flags.writeable = False
+    return mask
+
+
+def route_allowed(w: World, ev: int, station: int, kind: int) -> bool:
+    """The route mask's answer for one pair, from the same tables (no reason given)."""
+    if not 1 <= station <= w.tables.city.n_stations:
+        return False
+    node, s = w.node_list[ev], station - 1
+    return bool(
+        w.tables.routable_by_inlet[w._t(), node, w.inlet[ev], s, kind]
+    ) and w.tables.road_km_rows[node][s] <= w.range_km(ev)

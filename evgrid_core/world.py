@@ -34,6 +34,13 @@ STATUS_NAMES = (
     "stranded",
 )
 
+# The charger kinds (SLOW, FAST, ULTRA) an EV can take, by its inlets, indexed
+# 1 * (has AC) + 2 * (has DC): SLOW is AC; FAST and ULTRA are DC.
+KINDS_BY_INLET = np.array(
+    [[False, False, False], [True, False, False], [False, True, True], [True] * 3]
+)
+KINDS_BY_INLET.flags.writeable = False
+
 
 @dataclass(frozen=True)
 class ScenarioTables:
@@ -55,6 +62,8 @@ class ScenarioTables:
     limit_kw: np.ndarray  # (S,) [kW]
     plugs: np.ndarray  # (S, 3)
     routable: np.ndarray  # (T, N, S, 3) bool: reachable and the station has the kind
+    routable_by_inlet: np.ndarray  # (T, N, 4, S, 3) bool: and the EV's inlets take it
+    far_km: list[float]  # [node] [km] road distance to its farthest station
     # Python-list views of the same numbers, for scalar look-ups on the hot path.
     road_km_rows: list[list[float]]  # [node][station] [km]
     speed_list: list[float]  # [tick] [km/h]
@@ -96,6 +105,7 @@ def _tables(
     )
     reachable = (travel <= max_travel_minutes) & is_open[:, None, :] & open_at_arrival
     plugs = np.array([st.plugs for st in city.stations])  # (S, 3)
+    routable = reachable[..., None] & (plugs > 0)
     tables = ScenarioTables(
         city=city,
         travel_min=travel,
@@ -112,7 +122,9 @@ def _tables(
         feeder_of=np.array([st.feeder for st in city.stations]),
         limit_kw=np.array([st.limit_kw for st in city.stations]),
         plugs=plugs,
-        routable=reachable[..., None] & (plugs > 0),
+        routable=routable,
+        routable_by_inlet=routable[:, :, None] & KINDS_BY_INLET[:, None, :],
+        far_km=city.road_km.max(axis=1).tolist(),
         road_km_rows=city.road_km.tolist(),
         speed_list=speed.tolist(),
         open_rows=is_open.tolist(),
@@ -166,7 +178,7 @@ class World:
         "feeder_util",
         "finished",
         "kind",
-        "kinds_ok",
+        "inlet",
         "klass",
         "km_per_kwh",
         "km_per_kwh_list",
@@ -248,7 +260,7 @@ class World:
         self.patience_minute = a.minute + a.patience_min
         ac, dc = a.max_ac_kw > 0, a.max_dc_kw > 0  # SLOW is AC; FAST and ULTRA are DC
         self.ac_ok, self.dc_ok = ac.tolist(), dc.tolist()
-        self.kinds_ok = np.stack([ac, dc, dc], axis=1)  # (n, 3)
+        self.inlet = (1 * ac + 2 * dc).tolist()  # the row of KINDS_BY_INLET
         # Python-list views of the fixed attributes, for scalar look-ups on the hot path.
         self.node_list = a.node.tolist()
         self.km_per_kwh_list = a.km_per_kwh.tolist()

@@ -12,6 +12,7 @@ from evgrid_core import (
 )
 from evgrid_core.actions import DEFER_MINUTES, ChargerKind
 from evgrid_core.policies import make_policy
+from evgrid_core.rules import route_problem
 
 
 @pytest.mark.parametrize(
@@ -31,6 +32,10 @@ def test_route_mask_matches_the_validator_on_every_pair(scenario: str) -> None:
                 )
                 assert ok == bool(obs.route_mask[s, k]), (s + 1, k, reason)
                 assert ok == (reason == "")
+                # The validator takes a valid pair from the mask's tables; the rule
+                # restated pair by pair (which names the problem) agrees with them.
+                restated = route_problem(env.world, obs.request.id - 1, s + 1, k)
+                assert ok == (restated is None), (s + 1, k, restated)
                 n_invalid_seen += not ok
         env.step(p.act(obs))
         obs = env.observation()
