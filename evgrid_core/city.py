@@ -173,6 +173,7 @@ def load_city() -> City:
             for n in nodes
         ]
     )
+    road_km.flags.writeable = False  # one city per process, shared by every episode
     return City(nodes, coords, graph, stations, FEEDERS, road_km)
 
 

@@ -112,7 +112,7 @@ def build_observation(w: World, done: bool) -> Observation:
     else:
         ev = w.pending[0]
         travel = w.travel_minutes(ev)
-        km = city.road_km[w.node_list[ev]].copy()
+        km = city.road_km[w.node_list[ev]]  # read-only, like travel
         crit, now = w.critical_list[ev], w.minute
         req = _built(
             EVRequest,
@@ -184,13 +184,13 @@ def _tick_view(w: World, done: bool) -> tuple[dict[str, Any], dict[str, Any]]:
         "plugs": w.tables.plugs,
         "busy": _frozen(w.busy.copy()),
         "queue": _frozen(w.queue_len.copy()),
-        "open": _frozen(w.tables.station_open[t].copy()),
+        "open": w.tables.station_open[t],  # the scenario table's row (read-only)
         "cap_kw": _frozen(np.where(shifted, w.shift_cap_kw, w.tables.limit_kw)),
         "station_kw": _frozen(w.station_kw.copy()),
         "shifted": _frozen(shifted),
         "feeder_of": w.tables.feeder_of,
         "feeder_util": util,
-        "feeder_capacity_kw": _frozen(w.tables.capacity_kw[t].copy()),
+        "feeder_capacity_kw": w.tables.capacity_kw[t],
         "feeder_forecast": _frozen(fc.max(axis=0)) if fc.size else util,
         "load_shifts_left": max(
             0, w.config.max_load_shifts_per_tick - w.shifts_this_tick
