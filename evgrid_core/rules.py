@@ -125,8 +125,8 @@ def shift_problem(w: World, station: int) -> str | None:
 def route_mask(w: World) -> np.ndarray:
     """(S, 3) bool: which ROUTE (station, kind) the current request may take.
 
-    Read-only: when every station is within the EV's range (the common case) it is
-    the scenario table's own row.
+    Read-only while a request is pending: when every station is within the EV's
+    range (the common case) it is the scenario table's own row.
     """
     S = w.tables.city.n_stations
     if w.finished or not w.pending:

@@ -133,7 +133,8 @@ def _tables(
         station_names=tuple(st.name for st in city.stations),
     )
     # Shared by every episode of the scenario in this process, and handed out in
-    # observations (travel_min, plugs, feeder_of): read-only, so none can change them.
+    # observations (rows of travel_min, routable_by_inlet, station_open, capacity_kw;
+    # plugs, feeder_of): read-only, so none can change them.
     for value in vars(tables).values():
         if isinstance(value, np.ndarray):
             value.flags.writeable = False
