@@ -61,8 +61,9 @@ class ScenarioTables:
     feeder_of: np.ndarray  # (S,) feeder index
     limit_kw: np.ndarray  # (S,) [kW]
     plugs: np.ndarray  # (S, 3)
-    routable: np.ndarray  # (T, N, S, 3) bool: reachable and the station has the kind
-    routable_by_inlet: np.ndarray  # (T, N, 4, S, 3) bool: and the EV's inlets take it
+    # (T, N, 4, S, 3) bool: reachable, the station has the kind, and an EV with these
+    # inlets (the row of KINDS_BY_INLET) can take it
+    routable_by_inlet: np.ndarray
     far_km: list[float]  # [node] [km] road distance to its farthest station
     # Python-list views of the same numbers, for scalar look-ups on the hot path.
     road_km_rows: list[list[float]]  # [node][station] [km]
@@ -122,7 +123,6 @@ def _tables(
         feeder_of=np.array([st.feeder for st in city.stations]),
         limit_kw=np.array([st.limit_kw for st in city.stations]),
         plugs=plugs,
-        routable=routable,
         routable_by_inlet=routable[:, :, None] & KINDS_BY_INLET[:, None, :],
         far_km=city.road_km.max(axis=1).tolist(),
         road_km_rows=city.road_km.tolist(),
