@@ -27,6 +27,7 @@ import numpy as np
 
 from evgrid_core import SimConfig
 from evgrid_core.actions import DEFER_MINUTES
+from evgrid_core.city import vehicle_kw
 from evgrid_core.trace import (
     EpisodeTrace,
     session_energy,
@@ -74,7 +75,7 @@ def defer_plans(max_defers: int, limit_min: int) -> dict[int, tuple[int, ...]]:
 
 def plug_kw(trace: EpisodeTrace, ev: int, kind: int) -> float:
     """[kW] min(charger, vehicle) as the world sets it on plug-in (0 = cannot)."""
-    vehicle = trace.max_ac_kw[ev] if kind == 0 else trace.max_dc_kw[ev]
+    vehicle = vehicle_kw(kind, trace.max_ac_kw[ev], trace.max_dc_kw[ev])
     return float(min(trace.charger_kw[kind], vehicle))
 
 

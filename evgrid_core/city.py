@@ -25,6 +25,13 @@ CHARGER_KW = np.array(
 )  # [kW] SLOW 7 kW AC, FAST 30 kW DC, ULTRA 150 kW DC
 # 7.2-7.4 kW single-phase AC is typical for cars; CCS2 DC 25-60 kW in the city,
 # 120-150 kW on highway plans [V] (NITI e-AMRIT; BESCOM NH-48 plan, Moneycontrol 2023-05-29).
+CHARGER_DC = (False, True, True)  # SLOW is AC; FAST and ULTRA are DC
+
+
+def vehicle_kw(kind: int, max_ac_kw: float, max_dc_kw: float) -> float:
+    """[kW] the most an EV takes from a charger of ``kind``: 0 = it cannot use it."""
+    return max_dc_kw if CHARGER_DC[kind] else max_ac_kw
+
 
 # --- Stations ---------------------------------------------------------------------
 

@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from .actions import KIND_NAMES
+from .city import vehicle_kw
 from .fleet import CLASS_NAMES
 from .rules import defer_options, route_mask
 from .world import World
@@ -212,7 +213,7 @@ def render_text(obs: Observation, max_stations: int = 8) -> str:
     if obs.done or obs.request is None:
         return head + "\nEpisode over."
     r = obs.request
-    kinds = [k for k in range(3) if (r.max_ac_kw > 0 if k == 0 else r.max_dc_kw > 0)]
+    kinds = [k for k in range(3) if vehicle_kw(k, r.max_ac_kw, r.max_dc_kw) > 0]
     urgency = (
         f" CRITICAL plug in within {max(0.0, r.deadline_in_min or 0):.0f}m"
         if r.critical

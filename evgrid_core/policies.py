@@ -13,8 +13,8 @@ from typing import Protocol
 import numpy as np
 
 from .actions import Action, ChargerKind, Defer, LoadShift, Route
-from .city import CHARGER_KW
-from .observation import Observation
+from .city import CHARGER_KW, vehicle_kw
+from .observation import EVRequest, Observation
 
 
 class Policy(Protocol):
@@ -26,12 +26,16 @@ class Policy(Protocol):
 
 
 # --- Shared estimates -----------------------------------------------------------------
+def _vehicle_kw(r: EVRequest) -> np.ndarray:
+    """(3,) [kW] the most the request's EV takes from each charger kind."""
+    return np.array([vehicle_kw(k, r.max_ac_kw, r.max_dc_kw) for k in range(3)])
+
+
 def charge_minutes(obs: Observation) -> np.ndarray:
     """(S, 3) [min] to charge the request to target on each kind (no taper, no caps)."""
     r = obs.request
     assert r is not None
-    vehicle = np.array([r.max_ac_kw, r.max_dc_kw, r.max_dc_kw])
-    kw = np.maximum(np.minimum(CHARGER_KW, vehicle), 1e-6)
+    kw = np.maximum(np.minimum(CHARGER_KW, _vehicle_kw(r)), 1e-6)
     kwh = max(0.0, r.target - r.soc) * r.battery_kwh / 0.92
     return np.broadcast_to(kwh / kw * 60.0, obs.plugs.shape)
 
@@ -155,8 +159,7 @@ class PriceRenewable(_Base):
     def score(self, obs: Observation) -> np.ndarray:
         r = obs.request
         assert r is not None
-        vehicle = np.array([r.max_ac_kw, r.max_dc_kw, r.max_dc_kw])
-        kw = np.minimum(CHARGER_KW, vehicle)[None, :]
+        kw = np.minimum(CHARGER_KW, _vehicle_kw(r))[None, :]
         over = np.maximum(0.0, obs.feeder_forecast[obs.feeder_of] - 0.9)[:, None]
         price = obs.tariff_inr * (1.5 - obs.renewable_share)
         return (
@@ -232,7 +235,8 @@ class AllToOneStation(_Base):
         r = obs.request
         if r is None:
             return "NO_REQUEST"
-        kind = ChargerKind.ULTRA if r.max_dc_kw > 0 else ChargerKind.SLOW
+        ultra = vehicle_kw(ChargerKind.ULTRA, r.max_ac_kw, r.max_dc_kw) > 0
+        kind = ChargerKind.ULTRA if ultra else ChargerKind.SLOW
         return Route(r.id, 1, kind)
 
 

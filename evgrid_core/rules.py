@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from .actions import DEFER_MINUTES, Action, ChargerKind, Defer, LoadShift, Route
+from .city import CHARGER_DC, vehicle_kw
 from .world import World
 
 
@@ -53,10 +54,10 @@ def route_problem(w: World, ev: int, station: int, kind: int) -> str | None:
     s = station - 1
     if w.tables.plugs_rows[s][kind] == 0:
         return f"S{station} has no {ChargerKind(kind).name} charger"
-    if kind == 0 and not w.ac_ok[ev]:
+    if vehicle_kw(kind, w.max_ac_list[ev], w.max_dc_list[ev]) <= 0:
+        if CHARGER_DC[kind]:
+            return f"E{ev + 1} has no DC inlet; {ChargerKind(kind).name} is DC"
         return f"E{ev + 1} cannot take AC charging"
-    if kind != 0 and not w.dc_ok[ev]:
-        return f"E{ev + 1} has no DC inlet; {ChargerKind(kind).name} is DC"
     km = w.tables.road_km_rows[w.node_list[ev]][s]
     reach = w.range_km(ev)
     if km > reach:

@@ -15,7 +15,7 @@ from functools import cache
 
 import numpy as np
 
-from .city import CHARGER_KW, City, load_city
+from .city import CHARGER_DC, CHARGER_KW, City, load_city, vehicle_kw
 from .config import SimConfig
 from .fleet import Arrivals
 from .scenarios import Scenario
@@ -34,10 +34,15 @@ STATUS_NAMES = (
     "stranded",
 )
 
-# The charger kinds (SLOW, FAST, ULTRA) an EV can take, by its inlets, indexed
-# 1 * (has AC) + 2 * (has DC): SLOW is AC; FAST and ULTRA are DC.
+
+def inlet_of(max_ac_kw: np.ndarray, max_dc_kw: np.ndarray) -> np.ndarray:
+    """EVs' inlets as one index each: 1 * (has AC) + 2 * (has DC)."""
+    return 1 * (max_ac_kw > 0) + 2 * (max_dc_kw > 0)
+
+
+# (4, 3) bool: the charger kinds (SLOW, FAST, ULTRA) an EV can take, by inlet index.
 KINDS_BY_INLET = np.array(
-    [[False, False, False], [True, False, False], [False, True, True], [True] * 3]
+    [[vehicle_kw(k, i & 1, i & 2) > 0 for k in range(3)] for i in range(4)]
 )
 KINDS_BY_INLET.flags.writeable = False
 
@@ -153,7 +158,6 @@ class World:
     __slots__ = (
         "_sessions",
         "above_soft",
-        "ac_ok",
         "arrivals",
         "arrivals_at",
         "arrive_minute",
@@ -166,7 +170,6 @@ class World:
         "config",
         "critical",
         "critical_list",
-        "dc_ok",
         "deadline_list",
         "deadline_minute",
         "defers",
@@ -259,9 +262,7 @@ class World:
         self.energy_kwh = np.zeros(n)  # [kWh] grid energy delivered
         self.deadline_minute = a.minute + a.deadline_min
         self.patience_minute = a.minute + a.patience_min
-        ac, dc = a.max_ac_kw > 0, a.max_dc_kw > 0  # SLOW is AC; FAST and ULTRA are DC
-        self.ac_ok, self.dc_ok = ac.tolist(), dc.tolist()
-        self.inlet = (1 * ac + 2 * dc).tolist()  # the row of KINDS_BY_INLET
+        self.inlet = inlet_of(a.max_ac_kw, a.max_dc_kw).tolist()  # KINDS_BY_INLET row
         # Python-list views of the fixed attributes, for scalar look-ups on the hot path.
         self.node_list = a.node.tolist()
         self.km_per_kwh_list = a.km_per_kwh.tolist()
@@ -537,11 +538,13 @@ class World:
         self.busy[s, k] += 1
         self.charging.append(ev)
         self._sessions = None
-        vehicle_kw = (
-            self.arrivals.max_ac_kw[ev] if k == 0 else self.arrivals.max_dc_kw[ev]
+        vehicle = vehicle_kw(
+            k, self.arrivals.max_ac_kw[ev], self.arrivals.max_dc_kw[ev]
         )
-        self.plug_kw[ev] = min(CHARGER_KW[k], vehicle_kw)
-        self.taper_start[ev] = cfg.taper_start_ac if k == 0 else cfg.taper_start_dc
+        self.plug_kw[ev] = min(CHARGER_KW[k], vehicle)
+        self.taper_start[ev] = (
+            cfg.taper_start_dc if CHARGER_DC[k] else cfg.taper_start_ac
+        )
         self.waiting_critical.discard(ev)
         on_time = (
             bool(self.critical[ev])
