@@ -53,9 +53,6 @@ class ScenarioTables:
 
     city: City
     travel_min: np.ndarray  # (T, N, S) [min] drive from each locality to each station
-    reachable: (
-        np.ndarray
-    )  # (T, N, S) bool: in the dispatch radius, open now and on arrival
     minute_of_day: np.ndarray  # (T,) [min]
     tariff: np.ndarray  # (T,) [INR/kWh]
     renewable: np.ndarray  # (T,) [0-1]
@@ -66,8 +63,8 @@ class ScenarioTables:
     feeder_of: np.ndarray  # (S,) feeder index
     limit_kw: np.ndarray  # (S,) [kW]
     plugs: np.ndarray  # (S, 3)
-    # (T, N, 4, S, 3) bool: reachable, the station has the kind, and an EV with these
-    # inlets (the row of KINDS_BY_INLET) can take it
+    # (T, N, 4, S, 3) bool: in the dispatch radius, open now and on arrival, the
+    # station has the kind, and an EV with these inlets (KINDS_BY_INLET's row) takes it
     routable_by_inlet: np.ndarray
     far_km: list[float]  # [node] [km] road distance to its farthest station
     # Python-list views of the same numbers, for scalar look-ups on the hot path.
@@ -115,7 +112,6 @@ def _tables(
     tables = ScenarioTables(
         city=city,
         travel_min=travel,
-        reachable=reachable,
         minute_of_day=mod.astype(float),
         tariff=np.array([tariff_inr(m) for m in mod]),
         renewable=np.array(
