@@ -534,9 +534,7 @@ class World:
         self.busy[s, k] += 1
         self.charging.append(ev)
         self._sessions = None
-        vehicle = vehicle_kw(
-            k, self.arrivals.max_ac_kw[ev], self.arrivals.max_dc_kw[ev]
-        )
+        vehicle = vehicle_kw(k, self.max_ac_list[ev], self.max_dc_list[ev])
         self.plug_kw[ev] = min(CHARGER_KW[k], vehicle)
         self.taper_start[ev] = (
             cfg.taper_start_dc if CHARGER_DC[k] else cfg.taper_start_ac
