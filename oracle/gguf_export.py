@@ -81,9 +81,28 @@ def converter_dir(cache_dir: Path = CACHE_DIR) -> Path:
         ]
         for m in members:
             m.name = m.name[len(prefix) :]
-        tar.extractall(tmp, members=members, filter="data")
+        _extract_plain(tar, members, tmp)
     tmp.rename(target)  # atomic: a half-extracted dir is never used
     return target
+
+
+def _extract_plain(
+    tar: tarfile.TarFile, members: list[tarfile.TarInfo], dest: Path
+) -> None:
+    """Extract regular files and folders with relative, ``..``-free names only.
+
+    ``extractall(filter="data")`` does this check too, but only from Python 3.11.4;
+    Debian 12 ships 3.11.2, so the names are checked here and the filter is used
+    where it exists.
+    """
+    for m in members:
+        parts = Path(m.name).parts
+        if not (m.isfile() or m.isdir()) or m.name.startswith("/") or ".." in parts:
+            raise ValueError(f"refusing to extract {m.name!r} from {tar.name}")
+    if hasattr(tarfile, "data_filter"):
+        tar.extractall(dest, members=members, filter="data")
+    else:  # Python < 3.11.4: members were checked above
+        tar.extractall(dest, members=members)
 
 
 def convert_hf_to_gguf(
