@@ -96,7 +96,42 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         p.error("--start-tick must be >= 0")
     if args.ticks is not None and args.ticks < 1:
         p.error("--ticks must be >= 1")
+    if args.record:
+        problem = output_problem(Path(args.record), ".mp4")
+        if problem:
+            p.error(f"--record {args.record}: {problem}")
+    if args.screenshot:
+        problem = output_problem(Path(args.screenshot), ".png")
+        if problem:
+            p.error(f"--screenshot {args.screenshot}: {problem}")
     return args
+
+
+def output_problem(path: Path, suffix: str) -> str | None:
+    """Why ``path`` cannot take the file we would write, or None.
+
+    Checked before any work, so a bad path is a one-line error rather than a
+    traceback at the end. Folders are never created here: the recorder makes
+    only its own ``recordings/`` (the default location).
+    """
+    if path.suffix.lower() != suffix:
+        return f"the file must end in {suffix} (got {path.suffix or 'no extension'!r})"
+    parent = path.parent
+    if not parent.exists():
+        return f"the folder {parent} does not exist (create it first)"
+    if not parent.is_dir():
+        return f"{parent} is not a folder"
+    if path.is_dir():
+        return "that is a folder, not a file"
+    existed = path.exists()
+    try:
+        with open(path, "ab"):
+            pass
+    except OSError as e:
+        return f"cannot write there ({e.strerror or e})"
+    if not existed:
+        path.unlink()
+    return None
 
 
 def display_available() -> bool:

@@ -39,7 +39,10 @@ class Recorder:
                 "recording needs imageio-ffmpeg: pip install imageio-ffmpeg"
             ) from e
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        if self.path.parent.resolve() == RECORDINGS:
+            RECORDINGS.mkdir(exist_ok=True)  # the default folder, the only one made
+        elif not self.path.parent.is_dir():
+            raise FileNotFoundError(f"the folder {self.path.parent} does not exist")
         self.size, self.fps, self.frames = size, fps, 0
         self._gen = imageio_ffmpeg.write_frames(
             str(self.path),

@@ -97,3 +97,50 @@ def test_the_controller_runs_without_pygame():
         timeout=60,
     )
     assert res.returncode == 0, res.stderr
+
+
+# --- Output paths: one-line errors before any work, no folders made -----------------
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        # a folder that does not exist is not created (it used to be, as root)
+        (lambda d: d / "missing" / "x.mp4", "does not exist"),
+        # not an MP4: ffmpeg used to fail at the end with a BrokenPipeError traceback
+        (lambda d: d / "out.txt", "must end in .mp4"),
+        (lambda d: d / "out", "must end in .mp4"),
+        # a path that cannot be written: here a folder of that name
+        (lambda d: (d / "x.mp4").mkdir() or d / "x.mp4", "folder, not a file"),
+        # the parent is a file
+        (lambda d: (d / "f").write_text("x") and d / "f" / "x.mp4", "not a folder"),
+    ],
+)
+def test_bad_record_paths_are_one_line_errors(tmp_path, make, message):
+    path = make(tmp_path)
+    res = subprocess.run(
+        [sys.executable, "main.py", "--record", str(path), "--ticks", "1"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**__import__("os").environ, "SDL_VIDEODRIVER": "dummy"},
+    )
+    assert res.returncode == 2, res.stderr
+    assert message in res.stderr and "Traceback" not in res.stderr
+    assert res.stderr.strip().splitlines()[-1].startswith("main.py: error: --record")
+    assert not (tmp_path / "missing").exists()
+
+
+def test_the_recorder_makes_no_folder_outside_recordings(tmp_path):
+    pygame = pytest.importorskip("pygame")
+    from viz.recorder import Recorder
+
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        Recorder(tmp_path / "a" / "b" / "x.mp4", (64, 64))
+    assert not (tmp_path / "a").exists()
+    del pygame
+
+
+def test_a_good_record_path_leaves_nothing_behind_when_parsing(tmp_path):
+    out = tmp_path / "ok.mp4"
+    assert parse_args(["--record", str(out)]).record == str(out)
+    assert not out.exists()  # the write check does not leave an empty file
