@@ -16,8 +16,8 @@ class RewardWeights:
     """
 
     wait: float = 0.02  # [per EV-minute] defer + travel + queue time before plug-in
-    grid_stress: float = 0.01  # [per kWh] EV energy drawn above the feeder's soft limit
-    peak: float = 0.05  # [per kWh] EV energy drawn above the feeder's hard limit
+    grid_stress: float = 0.01  # [per kWh] EV energy asked above the feeder's soft limit
+    peak: float = 0.05  # [per kWh] EV energy asked above capacity (shed, still owed)
     renewable: float = 0.002  # [per kWh] non-renewable share of charged energy
     cost: float = 0.0005  # [per INR] energy bought by the operator
     urgency: float = 2.0  # [per EV] critical EV not plugged in by its deadline

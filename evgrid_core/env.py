@@ -21,6 +21,7 @@ from .actions import (
     Action,
     Defer,
     Invalid,
+    LoadShift,
     Route,
     format_action,
     parse_action,
@@ -43,6 +44,9 @@ class StepResult:
     reward: float
     done: bool
     info: dict[str, Any]
+
+
+STEP_TYPES = (str, Route, Defer, LoadShift, Invalid)  # what step() accepts
 
 
 class EVGridEnv:
@@ -100,20 +104,32 @@ class EVGridEnv:
         self.done = self.world.finished
         return self.observation()
 
-    def step(self, action: Action | str) -> StepResult:
-        """Apply one decision (typed, or one text line) and return reward and info."""
+    def step(self, action: Action | Invalid | str) -> StepResult:
+        """Apply one decision (typed, or one text line) and return reward and info.
+
+        Text that does not parse (or the parser's ``Invalid``) is an invalid action;
+        anything else that is not an action is a caller's bug: ``TypeError``, raised
+        before anything changes.
+        """
+        if not isinstance(action, STEP_TYPES):
+            raise TypeError(
+                "step() takes a text line (str) or a Route, Defer or LoadShift "
+                f"(or the parser's Invalid), got {type(action).__name__}"
+            )
         w = self.world
         if w is None or self.done:
             raise EpisodeOverError(
                 "episode is over; call reset()" if w else "call reset() first"
             )
-        text = action if isinstance(action, str) else None
+        text = action if isinstance(action, str) else getattr(action, "text", None)
         parsed = parse_action(action) if isinstance(action, str) else action
         if isinstance(parsed, Invalid):
             ok, reason = False, "; ".join(parsed.errors)
         else:
             ok, reason = validate_action(w, parsed)
         parts = dict.fromkeys(REWARD_KEYS, 0.0)
+        gave_up = w.gave_up_now
+        gave_up.clear()
         # An invalid answer fails the request being decided (the first pending one).
         ev = (
             parsed.ev - 1 if ok and isinstance(parsed, (Route, Defer)) else w.pending[0]
@@ -144,6 +160,7 @@ class EVGridEnv:
             "ev": ev + 1,
             "reward_parts": parts,
             "tick": w.tick,
+            "gave_up": [i + 1 for i in gave_up],  # EVs out of patience as the clock ran
         }
         return StepResult(reward, self.done, self.last_info)
 

@@ -9,14 +9,18 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .config import REWARD_KEYS
+from .world import GAVE_UP, STRANDED
 
 if TYPE_CHECKING:
     from .world import World
 
-# Stable KPI keys, in display order, with their units.
+# Stable KPI keys, in display order, with their units. Waits count every EV that
+# asked (see ``waits_min``); stranded counts every EV that left without charging,
+# gave_up those of them whose patience ran out (the rest got an invalid answer).
 KPI_UNITS: dict[str, str] = {
     "mean_wait_min": "min",
     "p95_wait_min": "min",
+    "mean_wait_plugged_in_min": "min",
     "evs_requested": "EVs",
     "evs_plugged_in": "EVs",
     "evs_served": "EVs",
@@ -24,8 +28,10 @@ KPI_UNITS: dict[str, str] = {
     "unmet_kwh": "kWh",
     "critical_on_time_pct": "%",
     "stranded": "EVs",
+    "gave_up": "EVs",
     "peak_feeder_util_pct": "%",
     "overload_feeder_min": "min",
+    "shed_kwh": "kWh",
     "stress_events": "events",
     "renewable_share_pct": "%",
     "energy_cost_inr": "INR",
@@ -42,14 +48,16 @@ class KPITracker:
 
     def __init__(self, world: World) -> None:
         self.world = world
-        self.waits: list[float] = []
+        self.waits: list[float] = []  # [min] of the EVs that plugged in, in order
         self.served = self.stranded = self.invalid = self.steps = self.load_shifts = 0
+        self.gave_up = 0
         self.critical_on_time = 0
         self.peak_util = 0.0
         self.overload_ticks = 0
         self.stress_events = 0
         self.energy = self.renewable_energy = self.cost = 0.0
         self.unmet_kwh = 0.0  # [kWh] still owed at the end to EVs in the system
+        self.shed_kwh = 0.0  # [kWh] EV charging shed by feeder protection
         self.total_return = 0.0
         self.feeder_util_history: list[list[float]] = []  # [tick][feeder] utilisation
         self.parts_total = dict.fromkeys(REWARD_KEYS, 0.0)
@@ -82,15 +90,32 @@ class KPITracker:
             self.parts_total[k] += v
 
     # --- Summary ---------------------------------------------------------------------
+    def waits_min(self) -> np.ndarray:
+        """[min] Every EV that asked so far: from its first request until it plugged in.
+
+        One that left without charging (it gave up, or an invalid answer turned it
+        away) counts its whole patience, even past the episode's end, so turning EVs
+        away can never shorten the waits; one still waiting counts until now.
+        """
+        w = self.world
+        asked = w.status > 0
+        status = w.status[asked]
+        gone = (status == STRANDED) | (status == GAVE_UP)
+        plugged_or_now = np.fmin(w.plug_minute[asked], w.minute)  # plug: NaN until
+        until = np.where(gone, w.patience_minute[asked], plugged_or_now)
+        return until - w.request_minute[asked]
+
     def summary(self) -> dict[str, float]:
         w = self.world
         requested = int(np.count_nonzero(w.status > 0))
         critical = int(np.count_nonzero(w.critical & (w.status > 0)))
-        waits = np.array(self.waits) if self.waits else np.zeros(1)
+        waits = self.waits_min() if requested else np.zeros(1)
+        plugged = np.array(self.waits) if self.waits else np.zeros(1)
         tm = w.config.tick_minutes
         return {
             "mean_wait_min": float(waits.mean()),
             "p95_wait_min": float(np.percentile(waits, 95)),
+            "mean_wait_plugged_in_min": float(plugged.mean()),
             "evs_requested": requested,
             "evs_plugged_in": len(self.waits),
             "evs_served": self.served,
@@ -100,8 +125,10 @@ class KPITracker:
             if critical
             else 100.0,
             "stranded": self.stranded,
+            "gave_up": self.gave_up,
             "peak_feeder_util_pct": 100.0 * self.peak_util,
             "overload_feeder_min": float(self.overload_ticks * tm),
+            "shed_kwh": self.shed_kwh,
             "stress_events": self.stress_events,
             "renewable_share_pct": 100.0 * self.renewable_energy / self.energy
             if self.energy

@@ -69,6 +69,7 @@ class Observation:
     feeder_util: np.ndarray  # (F,) [0-1] last tick
     feeder_capacity_kw: np.ndarray  # (F,) [kW] usable now
     feeder_forecast: np.ndarray  # (F,) [0-1] max utilisation in 30 min if EV load stays
+    feeder_shed_kw: np.ndarray  # (F,) [kW] EV load shed by feeder protection last tick
     load_shifts_left: int
     station_names: tuple[str, ...]
     # Derived forms of the tick's part (the text's head lines): filled on first use
@@ -101,7 +102,8 @@ class Observation:
 
 # The observation's arrays that describe the city, not the request.
 CITY_ARRAYS = ("plugs", "busy", "queue", "open", "cap_kw", "station_kw", "shifted",
-               "feeder_of", "feeder_util", "feeder_capacity_kw", "feeder_forecast")  # fmt: skip
+               "feeder_of", "feeder_util", "feeder_capacity_kw", "feeder_forecast",
+               "feeder_shed_kw")  # fmt: skip
 
 
 def build_observation(w: World, done: bool) -> Observation:
@@ -173,7 +175,8 @@ def _tick_view(w: World, done: bool) -> tuple[dict[str, Any], dict[str, Any]]:
         return w.obs_cache[1]
     t = w._t()
     horizon = slice(t, min(w.n_ticks, t + FORECAST_TICKS))
-    fc = (w.background[horizon] + w.feeder_ev_kw) / w.tables.capacity_kw[horizon]
+    asked = w.feeder_ev_kw + w.feeder_shed_kw  # [kW] EV load asked, shed included
+    fc = (w.background[horizon] + asked) / w.tables.capacity_kw[horizon]
     shifted = w.shift_until > w.tick
     util = _frozen(np.array(w.feeder_util, dtype=float))
     view = {
@@ -193,6 +196,7 @@ def _tick_view(w: World, done: bool) -> tuple[dict[str, Any], dict[str, Any]]:
         "feeder_util": util,
         "feeder_capacity_kw": w.tables.capacity_kw[t],
         "feeder_forecast": _frozen(fc.max(axis=0)) if fc.size else util,
+        "feeder_shed_kw": w.feeder_shed_kw,  # read-only, replaced each tick
         "load_shifts_left": max(
             0, w.config.max_load_shifts_per_tick - w.shifts_this_tick
         ),
@@ -272,10 +276,12 @@ def _tick_text(obs: Observation) -> tuple[str, str]:
         feeders = "FEEDERS load% (30-min peak%): " + " ".join(
             [
                 f"F{f} {u * 100:.0f}({p * 100:.0f})"
-                for f, u, p in zip(
+                + (f" SHED {shed:.0f}kW" if shed else "")
+                for f, u, p, shed in zip(
                     range(1, len(a["feeder_util"]) + 1),
                     a["feeder_util"],
                     a["feeder_forecast"],
+                    a["feeder_shed_kw"],
                     strict=True,
                 )
             ]

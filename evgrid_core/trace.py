@@ -46,7 +46,7 @@ class EpisodeTrace:
     max_ac_kw: np.ndarray  # [kW]
     max_dc_kw: np.ndarray  # [kW] 0 = no DC inlet
     km_per_kwh: np.ndarray  # [km/kWh]
-    patience_min: np.ndarray  # [min after request] gives up in a queue after
+    patience_min: np.ndarray  # [min after request] gives up unless plugged in by then
     critical: np.ndarray  # bool
     deadline_min: np.ndarray  # [min after request] inf when not critical
     # --- Per tick (T,) and (T, F) / (T, S) -------------------------------------------

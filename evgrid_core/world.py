@@ -4,7 +4,9 @@ Everything here is a rule of the world, and it lives only here. Energy is
 accounted exactly per 5-minute tick: a session's power is
 min(charger, vehicle acceptance, taper near full), then scaled down together with
 the other sessions of its station to the station's limit (or its demand-response
-cap); grid energy = power x tick, battery energy = grid energy x efficiency.
+cap); grid energy = min(power x tick, what the EV still needs), then scaled down
+together with the other sessions of its feeder if the feeder would carry more than
+its capacity (``feeder_protection``); battery energy = grid energy x efficiency.
 """
 
 from __future__ import annotations
@@ -22,7 +24,10 @@ from .scenarios import Scenario
 from .signals import load_shape, renewable_share, road_speed_kmh, tariff_inr
 
 # EV status codes
-WAITING, PENDING, DEFERRED, TRAVELING, QUEUED, CHARGING, SERVED, STRANDED = range(8)
+# (stranded: turned away by an invalid answer; gave_up: its patience ran out first)
+WAITING, PENDING, DEFERRED, TRAVELING, QUEUED, CHARGING, SERVED, STRANDED, GAVE_UP = (
+    range(9)
+)
 STATUS_NAMES = (
     "waiting",
     "pending",
@@ -32,6 +37,7 @@ STATUS_NAMES = (
     "charging",
     "served",
     "stranded",
+    "gave_up",
 )
 
 
@@ -90,6 +96,7 @@ def _tables(
     capacity = np.tile(caps, (sc.n_ticks, 1))
     for ev in sc.feeder_events:
         capacity[ev.start_tick : ev.end_tick, ev.feeder - 1] *= ev.capacity_factor
+        background[ev.start_tick : ev.end_tick, ev.feeder - 1] *= ev.background_factor
     is_open = np.array([[st.is_open(m) for st in city.stations] for m in mod])
     for c in sc.closures:
         is_open[c.start_tick : c.end_tick, c.station - 1] = False
@@ -114,9 +121,7 @@ def _tables(
         travel_min=travel,
         minute_of_day=mod.astype(float),
         tariff=np.array([tariff_inr(m) for m in mod]),
-        renewable=np.array(
-            [renewable_share(m, sc.solar_scale, sc.wind_mw) for m in mod]
-        ),
+        renewable=np.array([renewable_share(m, sc.supply) for m in mod]),
         speed=speed,
         background_kw=background,
         capacity_kw=capacity,
@@ -146,6 +151,54 @@ def scenario_tables(sc: Scenario, config: SimConfig) -> ScenarioTables:
     return _tables(sc, config.tick_minutes, config.max_travel_minutes)
 
 
+# --- Patience ----------------------------------------------------------------------
+def give_up_ticks(patience_minute: np.ndarray, tick_minutes: int) -> np.ndarray:
+    """Per EV, the tick at whose end it gives up if not plugged in by then: the first
+    tick that ends after its ``patience_minute`` (request + patience [min since start]).
+
+    Patience runs from the EV's first request until it plugs in, whatever it does
+    meanwhile (pending, deferred, driving, queued). An EV that reaches its station
+    in tick a plugs in during tick a (if a plug is free), before that tick's end, so
+    it is served iff patience_minute >= a * tick_minutes. Floats: inf for endless
+    patience.
+    """
+    p = np.asarray(patience_minute, dtype=float)
+    g = np.floor(p / tick_minutes)
+    # Exactly the end-of-tick test (patience < end of tick g), whatever the rounding.
+    return g - (p < g * tick_minutes) + (p >= (g + 1) * tick_minutes)
+
+
+def give_up_tick(patience_minute: float, tick_minutes: int) -> int:
+    """``give_up_ticks`` for one EV (finite patience)."""
+    return int(give_up_ticks(patience_minute, tick_minutes))
+
+
+# --- Feeder protection ----------------------------------------------------------------
+# A feeder asked to carry more than its capacity sheds EV charging pro rata, so it
+# carries exactly its capacity (none at all if the background alone exceeds it) [A].
+# No BESCOM relay setting or load-shedding protocol was found (facts §3.2, §6 [U]);
+# a sustained overload trips the 11 kV breaker and blacks out every customer, so we
+# assume the charging load, the one load the utility can curtail remotely (smart
+# charging, OCPP charging limits), is curtailed first, at once, and only by the excess.
+# An excess within a milliwatt is float rounding, not load: a plan that keeps EV load
+# within capacity - background, to a solver's tolerance, is never shed.
+SHED_TOLERANCE_KW = 1e-6  # [kW]
+
+
+def feeder_protection(
+    ev_kw: np.ndarray, headroom_kw: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per feeder: the factor its EV charging is scaled by [0-1] and the kW shed.
+
+    ``ev_kw`` [kW] is the EV load the feeder's sessions would draw this tick,
+    ``headroom_kw`` [kW] its capacity minus its background load.
+    """
+    room = np.maximum(headroom_kw, 0.0)
+    over = ev_kw > room + SHED_TOLERANCE_KW
+    factor = np.where(over, room / np.maximum(ev_kw, 1e-12), 1.0)
+    return factor, np.where(over, ev_kw - room, 0.0)
+
+
 class World:
     """Mutable state of one episode. EVs are indices 0..n-1 (id = index + 1)."""
 
@@ -171,12 +224,17 @@ class World:
         "defers",
         "depart_minute",
         "dt_h",
+        "due_tick",
         "energy_kwh",
         "feeder_background",
         "feeder_capacity",
         "feeder_ev_kw",
+        "feeder_headroom_kw",
+        "feeder_shed_kw",
         "feeder_util",
         "finished",
+        "gave_up_now",
+        "give_up_at",
         "kind",
         "inlet",
         "klass",
@@ -188,6 +246,7 @@ class World:
         "n_ticks",
         "node",
         "node_list",
+        "no_shed_kw",
         "nonempty",
         "obs_cache",
         "patience_list",
@@ -248,6 +307,7 @@ class World:
         self.station = np.full(n, -1, dtype=np.int64)
         self.kind = np.full(n, -1, dtype=np.int64)
         self.defers = [0] * n  # times deferred
+        self.due_tick = [-1] * n  # tick a deferred EV asks again, a driving one arrives
         self.late = np.zeros(n, dtype=bool)
         self.depart_minute = np.full(n, np.nan)
         self.arrive_minute = np.full(n, np.nan)
@@ -270,6 +330,14 @@ class World:
         self.request_list = self.request_minute.tolist()
         self.deadline_list = self.deadline_minute.tolist()
         self.patience_list = self.patience_minute.tolist()
+        # Patience: EVs by the tick at whose end each gives up unless plugged in.
+        self.gave_up_now: list[int] = []  # EVs that gave up since the env cleared it
+        self.give_up_at: dict[int, list[int]] = {}
+        give_up = give_up_ticks(self.patience_minute, config.tick_minutes)
+        within = np.flatnonzero(give_up < self.n_ticks)  # in EV order
+        ticks = give_up[within].astype(int).tolist()
+        for i, g in zip(within.tolist(), ticks, strict=True):
+            self.give_up_at.setdefault(g, []).append(i)
         # Scheduling
         self.arrivals_at: dict[int, list[int]] = {}
         for i, t in enumerate(a.tick.tolist()):
@@ -298,7 +366,12 @@ class World:
         self.background_rows: list[list[float]] = self.background.tolist()
         self.feeder_capacity: list[float] = tables.capacity_rows[0]
         self.feeder_background: list[float] = self.background_rows[0]
-        self.feeder_ev_kw = np.zeros(F)
+        self.feeder_ev_kw = np.zeros(F)  # [kW] EV load the feeder carried last tick
+        # [kW] EV load a feeder carries before its protection sheds any (T, F)
+        self.feeder_headroom_kw = tables.capacity_kw - self.background
+        self.no_shed_kw = np.zeros(F)
+        self.no_shed_kw.flags.writeable = False  # handed out in observations
+        self.feeder_shed_kw = self.no_shed_kw  # [kW] EV load shed last tick (F,)
         self.feeder_util = [
             b / c
             for b, c in zip(self.feeder_background, self.feeder_capacity, strict=True)
@@ -370,6 +443,7 @@ class World:
         self.soc[ev] -= km / self.km_per_kwh_list[ev] / self.battery_list[ev]
         self.depart_minute[ev] = self.minute
         self.arrive_minute[ev] = self.minute + ticks * tm
+        self.due_tick[ev] = self.tick + ticks
         self.reach_at.setdefault(self.tick + ticks, []).append(ev)
         parts["wait"] -= self.config.weights.wait * ticks * tm
 
@@ -381,6 +455,7 @@ class World:
         parts["defer_abuse"] -= w.defer_abuse * self.defers[ev]
         self.defers[ev] += 1
         back = self.tick + minutes // self.config.tick_minutes
+        self.due_tick[ev] = back
         self.requests_at.setdefault(back, []).append(ev)
 
     def load_shift(
@@ -393,10 +468,45 @@ class World:
         parts["load_shift"] -= self.config.weights.load_shift
 
     def strand(self, ev: int, parts: dict[str, float], kpis) -> None:  # noqa: ANN001
-        """The EV gives up on the dispatcher (invalid answer or lost patience)."""
+        """An invalid answer turns away the EV being decided."""
         if self.pending and self.pending[0] == ev:
             self.pending.pop(0)
-        self.status[ev] = STRANDED
+        self._leave_unserved(ev, STRANDED, parts, kpis)
+
+    def give_up(self, ev: int, parts: dict[str, float], kpis) -> None:  # noqa: ANN001
+        """Its patience ran out before it plugged in: the EV leaves from where it is.
+
+        Deferred, driving or queued; an EV that has plugged in (or left) stays.
+        """
+        status = self.status[ev]
+        if status == QUEUED:
+            s, k = int(self.station[ev]), int(self.kind[ev])
+            q = self.queues[s][k]
+            q.remove(ev)
+            self.queue_len[s, k] -= 1
+            if not q:
+                self.nonempty.discard((s, k))
+        elif status in (DEFERRED, TRAVELING):
+            due = self.requests_at if status == DEFERRED else self.reach_at
+            evs = due[self.due_tick[ev]]
+            evs.remove(ev)
+            if not evs:
+                del due[self.due_tick[ev]]
+        else:
+            return
+        self._leave_unserved(ev, GAVE_UP, parts, kpis)
+        kpis.gave_up += 1
+        self.gave_up_now.append(ev)
+
+    def _leave_unserved(
+        self,
+        ev: int,
+        status: int,
+        parts: dict[str, float],
+        kpis,  # noqa: ANN001
+    ) -> None:
+        """The EV leaves without charging: the stranded cost, and a critical EV is late."""
+        self.status[ev] = status
         parts["stranded"] -= self.config.weights.stranded
         kpis.stranded += 1
         if ev in self.waiting_critical:
@@ -480,47 +590,49 @@ class World:
         else:
             self.station_kw[:] = 0.0
             self.feeder_ev_kw[:] = 0.0
-        # Feeders (six of them: plain floats are faster than numpy here).
+            self.feeder_shed_kw = self.no_shed_kw
+        # Feeders (six of them: plain floats are faster than numpy here). Stress is
+        # charged on the EV load asked (carried + shed) above the soft limit, the peak
+        # part on the EV load asked above capacity: what the protection shed.
         cap = tables.capacity_rows[t]
         bg = self.background_rows[t]
         ev_kw = self.feeder_ev_kw.tolist()
+        shed_kw = self.feeder_shed_kw.tolist()
         soft_limit = cfg.soft_limit
-        util = []
+        util = []  # [0-1] load carried / capacity
         stress_kw = over_kw = 0.0
         n_new_stress = n_over = 0
         for f, c in enumerate(cap):
-            e = ev_kw[f]
-            load = bg[f] + e
+            e, shed = ev_kw[f], shed_kw[f]
+            asked = e + shed  # [kW] EV load asked of the feeder
+            load = bg[f] + asked
             u = load / c
-            util.append(u)
+            util.append(u if not shed else (bg[f] + e) / c)
             if u > soft_limit:
-                stress_kw += min(e, load - soft_limit * c)
+                stress_kw += min(asked, load - soft_limit * c)
                 n_new_stress += not self.above_soft[f]
                 self.above_soft[f] = True
             else:
                 self.above_soft[f] = False
-            if u > 1.0:
-                over_kw += min(e, load - c)
+            if shed:
+                over_kw += shed  # = min(asked, load - c)
+                n_over += 1
+            elif bg[f] > c:  # the background alone above capacity: no EV load to shed
                 n_over += 1
         self.feeder_capacity, self.feeder_background, self.feeder_util = cap, bg, util
         stress_kwh, over_kwh = stress_kw * self.dt_h, over_kw * self.dt_h
         parts["grid_stress"] -= w.grid_stress * stress_kwh
         parts["peak"] -= w.peak * over_kwh
         kpis.on_tick(util, n_new_stress, n_over)
+        kpis.shed_kwh += over_kwh
         # Waiting in queues; patience and deadlines run out at the end of the tick.
+        # Patience runs from the first request until the EV plugs in, whatever it
+        # does meanwhile (deferred, driving, queued): see give_up_ticks.
         end = now + tm
-        queued = 0
-        for s, k in sorted(self.nonempty):
-            q = self.queues[s][k]
-            queued += len(q)
-            gone = [ev for ev in q if self.patience_minute[ev] < end]
-            for ev in gone:
-                q.remove(ev)
-                self.queue_len[s, k] -= 1
-                self.strand(ev, parts, kpis)
-            if not q:
-                self.nonempty.discard((s, k))
+        queued = sum(len(self.queues[s][k]) for s, k in self.nonempty)
         parts["wait"] -= w.wait * tm * queued
+        for ev in self.give_up_at.pop(t, ()):
+            self.give_up(ev, parts, kpis)
         for ev in sorted(self.waiting_critical):
             if self.deadline_minute[ev] < end:
                 self.waiting_critical.discard(ev)
@@ -573,15 +685,26 @@ class World:
             power = power * scale[st]
         need = np.maximum(0.0, (target - soc) * battery / cfg.charge_efficiency)
         energy = np.minimum(power * self.dt_h, need)  # [kWh] grid side
+        station_kw = np.bincount(st, weights=energy, minlength=S) / self.dt_h
+        feeder_kw = np.bincount(
+            tables.feeder_of, weights=station_kw, minlength=len(self.feeder_ev_kw)
+        )
+        headroom = self.feeder_headroom_kw[t]
+        if (feeder_kw > headroom + SHED_TOLERANCE_KW).any():  # rare: only then shed
+            factor, shed = feeder_protection(feeder_kw, headroom)
+            shed.flags.writeable = False
+            self.feeder_shed_kw = shed  # the shed kWh stay owed to their EVs
+            energy = energy * factor[tables.feeder_of[st]]
+            station_kw = np.bincount(st, weights=energy, minlength=S) / self.dt_h
+            feeder_kw = feeder_kw - shed
+        else:
+            self.feeder_shed_kw = self.no_shed_kw
         done = energy >= need - 1e-9
         self.soc[ids] = np.where(
             done, target, soc + energy * cfg.charge_efficiency / battery
         )
         self.energy_kwh[ids] += energy
-        self.station_kw = np.bincount(st, weights=energy, minlength=S) / self.dt_h
-        self.feeder_ev_kw = np.bincount(
-            tables.feeder_of, weights=self.station_kw, minlength=len(self.feeder_ev_kw)
-        )
+        self.station_kw, self.feeder_ev_kw = station_kw, feeder_kw
         total = float(energy.sum())
         cost = total * float(tables.tariff[t])
         fossil = total * (1.0 - float(tables.renewable[t]))

@@ -231,6 +231,7 @@ def grid_view(obs: CoreObservation) -> GridView:
             "feeder_util": a["feeder_util"],
             "feeder_capacity_kw": a["feeder_capacity_kw"],
             "feeder_forecast": a["feeder_forecast"],
+            "feeder_shed_kw": a["feeder_shed_kw"],
             "load_shifts_left": obs.load_shifts_left,
             "station_names": a["station_names"],
         },

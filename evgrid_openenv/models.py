@@ -186,6 +186,10 @@ class GridView(_Strict):
     feeder_forecast: list[float] = Field(
         description="(F,) [0-1] peak utilisation expected in the next 30 min."
     )
+    feeder_shed_kw: list[float] = Field(
+        description="(F,) [kW] EV charging shed last tick by feeder protection "
+        "(the EV load asked above the feeder's capacity)."
+    )
     load_shifts_left: int = Field(description="LOAD_SHIFTs still allowed this tick.")
     station_names: list[str] = Field(description="(S,) station names.")
 

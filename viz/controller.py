@@ -47,6 +47,7 @@ class Decision:
     origin: str | None  # locality of the EV (for the route highlight)
     station: int | None  # routed-to station, when a valid ROUTE
     debug: dict[str, Any] | None = None
+    gave_up: tuple[int, ...] = ()  # EVs whose patience ran out as the clock ran on
 
 
 @dataclass
@@ -188,7 +189,12 @@ class Controller:
                 self.message = f"policy {self.policy_name} failed: {e!r}"[:160]
                 self.paused = True
                 return applied
-            self.apply(action, self.policy_name, debug)
+            try:
+                self.apply(action, self.policy_name, debug)
+            except TypeError as e:  # not an action: the core changed nothing
+                self.message = f"policy {self.policy_name}: {e}"[:160]
+                self.paused = True
+                return applied
             applied += 1
             if self._step_once:
                 self._step_once = False
@@ -259,6 +265,7 @@ class Controller:
             origin=origin,
             station=station,
             debug=debug,
+            gave_up=tuple(info.get("gave_up", ())),
         )
         self.decisions.appendleft(d)
         self.recent.appendleft(d)

@@ -36,12 +36,13 @@ KEYS_HELP = (
 
 KPI_ROWS = (
     ("evs_served", "served", "{:.0f}"),
-    ("stranded", "stranded", "{:.0f}"),
     ("mean_wait_min", "mean wait", "{:.1f} min"),
+    ("stranded", "stranded", "{:.0f}"),  # two columns: these two share a line
+    ("gave_up", "of them gave up", "{:.0f}"),
     ("p95_wait_min", "p95 wait", "{:.0f} min"),
     ("energy_kwh", "energy", "{:,.0f} kWh"),
     ("peak_feeder_util_pct", "peak feeder", "{:.0f} %"),
-    ("overload_feeder_min", "overload", "{:.0f} feeder-min"),
+    ("shed_kwh", "shed by feeders", "{:,.0f} kWh"),
     ("renewable_share_pct", "renewable", "{:.0f} %"),
     ("energy_cost_inr", "cost", "₹{:,.0f}"),
     ("critical_on_time_pct", "critical on time", "{:.0f} %"),
@@ -195,8 +196,10 @@ class Panel:
         )
         y += 22
         bar_x, bar_w = x + 92, w - 92 - 46
+        shed_kw = ctrl.obs.feeder_shed_kw  # [kW] EV charging the protection shed
         for f in ctrl.state["feeders"]:
             u = f["utilisation"]
+            shed = float(shed_kw[f["id"] - 1])
             colour = theme.stress_colour(u, ctrl.soft_limit)
             name = f["name"].split(" (")[0]
             pygame.draw.rect(
@@ -222,10 +225,16 @@ class Panel:
                 pygame.draw.rect(
                     surf, (255, 255, 255), (bar_x + fill - ev_w, y + 10, ev_w, 3)
                 )
+            if shed > 0:  # the EV load asked above capacity and cut: red past 100 %
+                cut = shed / f["capacity_kw"] if f["capacity_kw"] else full
+                cut_w = max(2, int(bar_w * min(cut, full - 1.0) / full))
+                lx = bar_x + int(bar_w / full)
+                pygame.draw.rect(surf, theme.OVER, (lx, y + 4, cut_w, 6))
             for lim, col in ((ctrl.soft_limit, theme.WARN), (1.0, theme.OVER)):
                 lx = bar_x + int(bar_w * lim / full)
                 pygame.draw.line(surf, col, (lx, y - 1), (lx, y + 14), 2)
-            self._t(surf, f"{u * 100:.0f} %", (bar_x + bar_w + 6, y), 11, colour, True)
+            label = ("shed", theme.OVER) if shed > 0 else (f"{u * 100:.0f} %", colour)
+            self._t(surf, label[0], (bar_x + bar_w + 6, y), 11, label[1], True)
             y += 17
         return y
 
@@ -255,6 +264,11 @@ class Panel:
                 y += 14
                 if not d.valid:
                     self._t(surf, d.reason[:64], (x + 8, y), 10, theme.BAD)
+                    y += 14
+                if d.gave_up:
+                    ids = " ".join(f"E{i}" for i in d.gave_up)
+                    line = f"gave up (out of patience): {ids}"
+                    self._t(surf, line[:64], (x + 8, y), 10, theme.WARN)
                     y += 14
                 if d.debug:
                     dbg = d.debug
@@ -304,12 +318,14 @@ def draw_station_details(surf, map_rect, text, ctrl, station: int) -> None:  # n
     st = ctrl.state["stations"][station - 1]
     city_st = ctrl.env.world.tables.city.stations[station - 1]
     f = ctrl.state["feeders"][st["feeder"] - 1]
+    shed = float(ctrl.obs.feeder_shed_kw[f["id"] - 1])
     lines = [
         (f"S{st['id']} {st['name']}", theme.TEXT, True),
         (city_st.node, theme.TEXT_DIM, False),
         (
-            f"feeder F{f['id']} {f['name']}  {f['utilisation'] * 100:.0f} %",
-            theme.TEXT,
+            f"feeder F{f['id']} {f['name']}  {f['utilisation'] * 100:.0f} %"
+            + (f"  shed {shed:.0f} kW" if shed > 0 else ""),
+            theme.OVER if shed > 0 else theme.TEXT,
             False,
         ),
         (

@@ -52,7 +52,7 @@ def test_core_observation_arrays_are_read_only() -> None:
     obs = env.reset(seed=1)
     # The tick's arrays, and the scenario's tables that observations hand out.
     for name in ("busy", "queue", "open", "cap_kw", "station_kw", "shifted",
-                 "feeder_util", "feeder_capacity_kw", "feeder_forecast",
+                 "feeder_util", "feeder_capacity_kw", "feeder_forecast", "feeder_shed_kw",
                  "travel_min", "road_km", "route_mask", "plugs", "feeder_of"):  # fmt: skip
         with pytest.raises(ValueError, match="read-only"):
             getattr(obs, name)[0] = 0

@@ -2,11 +2,14 @@
 
 import dataclasses
 
+import numpy as np
 import pytest
 
 from evgrid_core import EVGridEnv, get_scenario, load_city
 from evgrid_core.fleet import arrivals_from_records
+from evgrid_core.observation import render_text
 from evgrid_core.scenarios import FeederEvent
+from evgrid_core.world import feeder_protection
 
 CITY = load_city()
 NO_NOISE = [1.0] * len(CITY.feeders)
@@ -38,14 +41,14 @@ def test_one_car_on_ultra_exact_energy_cost_wait_and_reward_parts() -> None:
     k = env.kpi_summary()
     assert k["energy_kwh"] == pytest.approx(kwh, rel=1e-12)
     assert k["energy_cost_inr"] == pytest.approx(
-        kwh * 4.50, rel=1e-12
-    )  # KERC Rs 4.50, off-peak
+        kwh * 4.50 * 1.3, rel=1e-12
+    )  # KERC Rs 4.50 x 1.3 outside the MoP 2024 solar hours
     assert k["mean_wait_min"] == 5.0
     assert k["evs_served"] == 1 and k["stranded"] == 0
     assert k["renewable_share_pct"] == pytest.approx(100 * renewable_2300, rel=1e-12)
     parts = res.info["reward_parts"]
     assert parts["wait"] == pytest.approx(-W.wait * 5)
-    assert parts["cost"] == pytest.approx(-W.cost * kwh * 4.50, rel=1e-12)
+    assert parts["cost"] == pytest.approx(-W.cost * kwh * 4.50 * 1.3, rel=1e-12)
     assert parts["renewable"] == pytest.approx(
         -W.renewable * kwh * (1 - renewable_2300), rel=1e-12
     )
@@ -101,28 +104,74 @@ def test_invalid_action_strands_the_ev_with_exact_penalty() -> None:
     )
 
 
-def test_feeder_pushed_over_its_limit_gives_exactly_the_overload_term() -> None:
-    base = get_scenario("quiet_night")
-    dry = one_car()
-    bg = float(dry.world.background[1, 2])  # South-East feeder (F3), tick 1, kW
-    # In tick 1 only, F3's usable capacity is background + 30 kW: a 50 kW session
-    # overloads it by exactly 20 kW for 5 minutes.
-    factor = (bg + 30.0) / CITY.feeders[2].capacity_kw
+def _protection_probe(room_kw: float) -> EVGridEnv:
+    """Two cars on ULTRA at S5 and S9 (both on F3), 50 kW each, in tick 1 alone.
+
+    In tick 1 only, F3's usable capacity is its background + ``room_kw``. A third car
+    asks at tick 2, so the clock stops there and tick 1 can be read.
+    """
+    bg = float(one_car().world.background[1, 2])  # [kW] South-East feeder (F3), tick 1
+    factor = (bg + room_kw) / CITY.feeders[2].capacity_kw
     sc = dataclasses.replace(
-        base, feeder_events=(FeederEvent(3, 1, 2, factor, "fault"),)
+        get_scenario("quiet_night"),
+        feeder_events=(FeederEvent(3, 1, 2, factor, "fault"),),
     )
-    env = one_car(scenario=sc)
-    res = env.step("ROUTE E1 S5 ULTRA")
-    parts = res.info["reward_parts"]
-    assert parts["peak"] == pytest.approx(-W.peak * 20.0 * 5 / 60, rel=1e-12)
-    assert parts["grid_stress"] == pytest.approx(
-        -W.grid_stress * 50.0 * 5 / 60, rel=1e-12
-    )
-    k = env.kpi_summary()
+    recs = [dict(tick=0, klass="car", node="Koramangala", soc=0.2, battery_kwh=40.5),
+            dict(tick=0, klass="car", node="HSR Layout", soc=0.2, battery_kwh=40.5),
+            dict(tick=2, klass="car", node="Yelahanka", soc=0.2, battery_kwh=40.5)]  # fmt: skip
+    env = EVGridEnv()
+    env.reset(seed=0, scenario=sc, arrivals=arrivals_from_records(recs, CITY.nodes),
+              background_noise=NO_NOISE)  # fmt: skip
+    env.step("ROUTE E1 S5 ULTRA")
+    env.last_parts = env.step("ROUTE E2 S9 ULTRA").info["reward_parts"]
+    assert env.world.tick == 2 and env.observation().request.id == 3
+    return env
+
+
+def test_feeder_protection_sheds_ev_load_above_capacity_pro_rata() -> None:
+    # 100 kW asked where 60 kW is left: both sessions scaled by 0.6 (30 kW each), the
+    # feeder carries exactly its capacity, 40 kW is shed and stays owed.
+    env = _protection_probe(60.0)
+    obs, parts, k = env.observation(), env.last_parts, env.kpi_summary()
+    assert obs.station_kw[4] == pytest.approx(30.0, rel=1e-9)  # S5
+    assert obs.station_kw[8] == pytest.approx(30.0, rel=1e-9)  # S9
+    assert obs.feeder_shed_kw.tolist() == pytest.approx([0, 0, 40.0, 0, 0, 0], rel=1e-9)
+    assert obs.feeder_util[2] == pytest.approx(1.0, rel=1e-12)
+    assert "F3 100(" in render_text(obs) and "SHED 40kW" in render_text(obs)
+    soc = 0.2 - 2.0 / 7.0 / 40.5  # on arrival, after 2 km
+    assert env.world.soc[0] == pytest.approx(soc + 2.5 * 0.92 / 40.5, rel=1e-9)
+    # The peak part is charged on the shed kWh, stress on all 100 kW asked.
+    assert parts["peak"] == pytest.approx(-W.peak * 40.0 * 5 / 60, rel=1e-9)
+    assert parts["grid_stress"] == pytest.approx(-W.grid_stress * 100.0 * 5 / 60)
+    assert k["shed_kwh"] == pytest.approx(40.0 * 5 / 60, rel=1e-9)
     assert k["overload_feeder_min"] == 5.0 and k["stress_events"] == 1
-    assert k["peak_feeder_util_pct"] == pytest.approx(
-        100 * (bg + 50) / (bg + 30), rel=1e-12
+    assert k["peak_feeder_util_pct"] == pytest.approx(100.0, rel=1e-12)
+    env.step("")  # strands E3; the clock runs to the end
+    need = (0.8 - soc) * 40.5 / 0.92  # [kWh] the shed energy was delivered later
+    assert env.world.energy_kwh[:2].tolist() == pytest.approx([need, need], rel=1e-12)
+    assert env.kpi_summary()["shed_kwh"] == pytest.approx(40.0 * 5 / 60, rel=1e-9)
+
+
+def test_ev_load_within_capacity_minus_background_is_never_shed() -> None:
+    # 100 kW asked where exactly 100 kW is left (to float rounding): nothing shed.
+    env = _protection_probe(100.0)
+    obs, parts, k = env.observation(), env.last_parts, env.kpi_summary()
+    assert obs.station_kw[[4, 8]].tolist() == pytest.approx([50.0, 50.0], rel=1e-12)
+    assert obs.feeder_util[2] == pytest.approx(1.0, rel=1e-12)
+    assert obs.feeder_shed_kw.tolist() == [0.0] * 6 and "SHED" not in render_text(obs)
+    assert parts["peak"] == 0.0 and k["shed_kwh"] == 0.0
+    assert k["overload_feeder_min"] == 0.0
+
+
+def test_feeder_protection_rule_per_feeder() -> None:
+    factor, shed = feeder_protection(
+        np.array([100.0, 50.0, 0.0, 40.0, 80.0]),  # [kW] EV load asked
+        np.array([60.0, 80.0, -10.0, -5.0, 80.0]),  # [kW] capacity - background
     )
+    # Over: scaled to the room left; under or at: untouched; the background alone
+    # over capacity: all EV load shed (none asked: nothing to shed).
+    assert factor.tolist() == [0.6, 1.0, 1.0, 0.0, 1.0]
+    assert shed.tolist() == [40.0, 0.0, 0.0, 40.0, 0.0]
 
 
 def test_load_shift_caps_the_station_power() -> None:

@@ -188,3 +188,45 @@ def test_policy_runs_in_a_worker_thread_and_the_view_keeps_drawing(monkeypatch):
     finally:
         ctrl.close()
         pygame.display.quit()
+
+
+def test_a_decision_names_the_evs_that_gave_up_as_the_clock_ran(app):
+    """The viewer shows who gave up from what the core's step says, no rule of its own."""
+    ctrl, view, screen = app
+    ctrl.close()
+    ctrl = Controller("festival_surge", 0, "greedy_eta", threaded=False)
+    policy = policies.make_policy("greedy_eta")
+    named = []
+    while not ctrl.env.done:
+        d = ctrl.apply(policy.act(ctrl.env.observation()), "greedy_eta")
+        named += d.gave_up
+        if d.gave_up:
+            cost = ctrl.env.config.weights.stranded
+            assert d.parts["stranded"] <= -len(d.gave_up) * cost
+            CityView(ctrl, (1280, 720)).render(screen)  # the line draws
+    assert named and len(named) == ctrl.env.kpi_summary()["gave_up"]
+    assert all(ctrl.env.world.status_name(i - 1) == "gave_up" for i in named)
+    ctrl.close()
+
+
+class _AnswersNone(policies.GreedyETA):
+    name = "answers_none"
+
+    def act(self, obs):  # noqa: ANN001, ANN201
+        return None
+
+
+def test_a_policy_answering_a_non_action_pauses_the_view_and_changes_nothing(
+    monkeypatch,
+):
+    monkeypatch.setitem(policies._REGISTRY, "answers_none", _AnswersNone)
+    pygame.display.init()
+    ctrl = Controller("evening_peak", 0, "answers_none", threaded=False)
+    try:
+        before = ctrl.env.state()
+        assert ctrl.poll(block=True) == 0
+        assert ctrl.paused and "got NoneType" in ctrl.message
+        assert ctrl.env.state() == before and ctrl.env.steps == 0
+    finally:
+        ctrl.close()
+        pygame.display.quit()

@@ -70,6 +70,28 @@ def test_overloaded_feeder_gauge_is_drawn_in_the_overload_colour(screen):
     ctrl.close()
 
 
+def test_a_feeder_shedding_ev_load_shows_the_cut_past_its_limit(screen):
+    import dataclasses
+
+    import numpy as np
+
+    ctrl = Controller("evening_peak", 0, "greedy_eta", threaded=False)
+    view = CityView(ctrl, (1280, 720))
+    # As the core reports it: F3's protection shed 200 kW of EV charging last tick.
+    shed = np.zeros(len(ctrl.state["feeders"]))
+    shed[2] = 200.0
+    ctrl.obs = dataclasses.replace(ctrl.obs, feeder_shed_kw=shed)
+    view.render(screen)
+    gauges = view.panel.gauge_rects
+
+    def past_the_limit(rect):  # a pixel just right of the 100 % mark (of 120 %)
+        return tuple(screen.get_at((rect.x + int(rect.w / 1.2) + 4, rect.y + 5)))[:3]
+
+    assert past_the_limit(gauges[3]) == theme.OVER
+    assert past_the_limit(gauges[1]) != theme.OVER
+    ctrl.close()
+
+
 def test_gauges_follow_the_core_state_through_an_episode(screen):
     ctrl = Controller("evening_peak", 0, "greedy_eta", threaded=False)
     seen = set()
