@@ -7,6 +7,13 @@ the plug it holds tick by tick and the kW it draws tick by tick, all computed
 from the exogenous trace with the world's rules. One more option per EV is "give
 an invalid answer" (the EV is stranded), which is always feasible.
 
+Patience runs while an EV is deferred or driving (``world.give_up_tick``: it gives
+up at the end of the tick that ends past request + patience unless it has plugged
+in by then), so a ROUTE that arrives later is not a charging option: the EV gives
+up on the way (stranded, and urgency if critical, as an invalid answer costs, but
+without ``invalid``; it pays the defer and travel wait). Of those, each EV gets
+its cheapest one, and only where it is cheaper than the invalid answer.
+
 Simplifications (the replay scores the plan in the real env, so none of them can
 flatter the optimum; they can only make it weaker than the true one):
 - no queueing: an EV plugs in on arrival (waiting is done with DEFERs, which cost
@@ -35,6 +42,7 @@ from evgrid_core.trace import (
     travel_ticks,
     unmet_after,
 )
+from evgrid_core.world import give_up_tick
 
 STRAND = -1  # station index of the "invalid answer" option
 
@@ -108,6 +116,9 @@ def build_options(
             energy=np.zeros(0),
             plug_kw=0.0,
         )
+        # the tick at whose end the EV gives up unless plugged in by then
+        give_up = give_up_tick(trace.ev_minute[i] + trace.patience_min[i], tm)
+        gives_up: tuple | None = None  # the cheapest option it gives up on the way
         node = int(trace.node[i])
         range_km = float(trace.soc[i] * trace.battery_kwh[i] * trace.km_per_kwh[i])
         for k in range(3):
@@ -141,6 +152,13 @@ def build_options(
                         continue
                     if a < T and not trace.station_open[a, s]:
                         continue  # closed at arrival: the env refuses the ROUTE
+                    n = len(seq)
+                    if min(a, T) > give_up:  # patience ends on the way: it gives up
+                        wait = w.wait * (dmin + (a - d) * tm)
+                        abuse = w.defer_abuse * n * (n - 1) / 2
+                        if gives_up is None or wait + abuse < gives_up[0]:
+                            gives_up = (wait + abuse, wait, abuse, s, k, seq, d, a)
+                        continue
                     n_ch = max(0, min(len(full), T - a))
                     e = np.array(full[:n_ch])
                     dark = ~trace.station_open[a : a + n_ch, s]
@@ -149,7 +167,6 @@ def build_options(
                             session(max_ticks=T - a, is_open=trace.station_open[a:, s])
                         )
                         n_ch = len(e)
-                    n = len(seq)
                     parts = {
                         "wait": w.wait * (dmin + (a - d) * tm),
                         "defer_abuse": w.defer_abuse * n * (n - 1) / 2,
@@ -173,4 +190,11 @@ def build_options(
                         energy=e,
                         plug_kw=kw,
                     )
+        if gives_up is not None and gives_up[0] < w.invalid:
+            _, wait, abuse, s, k, seq, d, a = gives_up
+            parts = {"wait": wait, "defer_abuse": abuse, "stranded": w.stranded,
+                     "urgency": urgency}  # fmt: skip
+            opts.add(ev=i, station=s, kind=k, defers=seq, decide_tick=d, arrive_tick=a,
+                     cost=sum(parts.values()), parts=parts, energy=np.zeros(0),
+                     plug_kw=0.0)  # fmt: skip
     return opts

@@ -10,7 +10,7 @@ from typing import Any
 from evgrid_core import KPI_UNITS, REWARD_KEYS, get_scenario
 
 from .runner import OPTIMUM
-from .stats import add_pct_optimal, by_scenario_policy, paired, summarise
+from .stats import add_pct_optimal, by_scenario_policy, paired, pct_label, summarise
 
 # KPIs in the main table (return first; % of optimal when an optimum row exists).
 TABLE_KEYS = (
@@ -23,6 +23,7 @@ TABLE_KEYS = (
     "stranded",
     "peak_feeder_util_pct",
     "overload_feeder_min",
+    "shed_kwh",
     "stress_events",
     "renewable_share_pct",
     "energy_cost_inr",
@@ -53,7 +54,7 @@ def summary_json(
     """Everything the tables show, as data."""
     add_pct_optimal(records)
     grouped = by_scenario_policy(records)
-    out: dict[str, Any] = {"reference": reference, "scenarios": {}}
+    out: dict[str, Any] = {"reference": reference, "scenarios": {}, "pct_label": {}}
     parts = [f"part:{k}" for k in REWARD_KEYS]
     for sc in scenarios:
         rows: dict[str, Any] = {}
@@ -75,6 +76,8 @@ def summary_json(
             opt = [r["optimum"] for r in runs.values() if "optimum" in r]
             if opt:
                 rows[pol]["solver"] = _solver_summary(opt)
+        kinds = [r["pct_of"] for r in records if r["scenario"] == sc and "pct_of" in r]
+        out["pct_label"][sc] = pct_label(kinds)
         out["scenarios"][sc] = rows
     beaten = [
         (r["policy"], r["scenario"], r["seed"])
@@ -87,14 +90,27 @@ def summary_json(
 
 
 def _solver_summary(opt: list[dict[str, Any]]) -> dict[str, Any]:
-    gaps = [
-        abs(o["replay_return"] - o["objective_return"])
-        for o in opt
-        if o["objective_return"] is not None
+    def gap(o: dict[str, Any]) -> float | None:
+        # older records: the replayed MILP plan is the reported one
+        inc = o.get("incumbent_return", o["replay_return"])
+        if o["objective_return"] is None or inc is None:
+            return None
+        return abs(inc - o["objective_return"])
+
+    gaps = [g for g in (gap(o) for o in opt) if g is not None]
+    outcome = [
+        o.get("outcome", "optimal" if "Optimal" in o["status"] else "?") for o in opt
     ]
+    limited = [o for o in opt if not o.get("proven_optimal", "Optimal" in o["status"])]
     return {
         "solves": len(opt),
-        "optimal": sum("Optimal" in o["status"] for o in opt),
+        "optimal": sum(o.get("proven_optimal", "Optimal" in o["status"]) for o in opt),
+        "outcomes": {k: outcome.count(k) for k in sorted(set(outcome))},
+        "not_optimal": [
+            (o["seed"], o["status"], o.get("source", "milp")) for o in limited
+        ],
+        "max_gap": max((o.get("gap") or 0.0 for o in limited), default=0.0),
+        "from_baseline": sum(o.get("source", "milp") != "milp" for o in opt),
         "solve_s_mean": sum(o["solve_s"] for o in opt) / len(opt),
         "solve_s_max": max(o["solve_s"] for o in opt),
         "max_abs_objective_minus_replay": max(gaps) if gaps else None,
@@ -111,9 +127,12 @@ def _solver_summary(opt: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _headline(summary: dict[str, Any], policies: list[str]) -> list[str]:
-    """Return (and % of optimal where known) per policy and scenario, one table."""
+    """Return (and % of optimal or bound where known) per policy and scenario."""
     scs = list(summary["scenarios"])
-    lines = ["## Summary: mean return (% of optimal)", ""]
+    labels = sorted(
+        {summary.get("pct_label", {}).get(sc, "% of optimal") for sc in scs}
+    )
+    lines = [f"## Summary: mean return ({' or '.join(labels)})", ""]
     lines.append("| policy | " + " | ".join(f"`{sc}`" for sc in scs) + " |")
     lines.append("|---|" + "---|" * len(scs))
     for pol in policies:
@@ -127,6 +146,15 @@ def _headline(summary: dict[str, Any], policies: list[str]) -> list[str]:
             cell = f"{_fmt(st['return']['mean'])} ± {_fmt(st['return']['ci95'])}"
             if "pct_optimal" in st and pol != OPTIMUM:
                 cell += f" ({_fmt(st['pct_optimal']['mean'])} %)"
+            elif "solver" in row:  # the optimum: its own % when a bound is the scale
+                s = row["solver"]
+                own = summary.get("pct_label", {}).get(sc, "% of optimal")
+                pct = (
+                    ""
+                    if own == "% of optimal"
+                    else f"{_fmt(st['pct_optimal']['mean'])} %; "
+                )
+                cell += f" ({pct}{s['optimal']}/{s['solves']} proven optimal)"
             cells.append(cell)
         lines.append(f"| {pol} | " + " | ".join(cells) + " |")
     lines.append("")
@@ -144,10 +172,14 @@ def markdown(
         "half-width (Student t). `return` is the episode's summed reward (all parts "
         "are costs, so higher = better). `% of optimal` = 100 × optimum return / "
         "policy return, per seed, where `optimum` is the hindsight MILP plan "
-        "replayed through `env.step` (see `evaluation/optimum.py`). The optimum "
-        "plans within a class narrower than the env (no queueing, no LOAD_SHIFT, "
-        "the nearest stations per kind, defers up to a limit), so its bound is a "
-        "bound within that class and a policy could in principle beat it."
+        "replayed through `env.step` (see `evaluation/optimum.py`), or the best "
+        "baseline episode on that seed when it scored better (the row is never "
+        "worse than a baseline). Where the solve did not close (node or time "
+        "limit), the column is `% of bound`: 100 × the MILP's proven bound / "
+        "policy return, which understates every policy by at most the gap. The "
+        "optimum plans within a class narrower than the env (no queueing, no "
+        "LOAD_SHIFT, the nearest stations per kind, defers up to a limit), so its "
+        "bound is a bound within that class and a policy could in principle beat it."
     )
     if summary.get("command"):
         lines += ["", f"Made by `{summary['command']}`"]
@@ -157,8 +189,9 @@ def markdown(
         beaten = summary["episodes_beating_optimum"]
         lines += [
             "",
-            f"Policy episodes that scored better than the optimum's plan on the same "
-            f"seed: {len(beaten)}" + (f" ({beaten[:10]})." if beaten else "."),
+            f"Policy episodes that scored better than the optimum's reference (plan "
+            f"or bound) on the same seed: {len(beaten)}"
+            + (f" ({beaten[:10]})." if beaten else "."),
         ]
     lines.append("")
     lines += _headline(summary, policies)
@@ -171,7 +204,7 @@ def markdown(
         head = ["policy"] + [
             f"{k} [{KPI_UNITS.get(k, '')}]".replace(" []", "")
             if k != "pct_optimal"
-            else "% of optimal"
+            else summary.get("pct_label", {}).get(sc, "% of optimal")
             for k in keys
         ]
         lines.append("| " + " | ".join(head) + " |")
@@ -209,16 +242,7 @@ def markdown(
             )
         if OPTIMUM in rows and "solver" in rows[OPTIMUM]:
             s = rows[OPTIMUM]["solver"]
-            lines += [
-                "",
-                f"Optimum: {s['optimal']}/{s['solves']} solves proven optimal within "
-                f"the time limit; solve time mean {s['solve_s_mean']:.1f} s, max "
-                f"{s['solve_s_max']:.1f} s; largest |solver objective − replayed return| "
-                f"= {s['max_abs_objective_minus_replay'] or 0.0:.1e}; replay steps the env "
-                f"refused: {s['refused_replay_steps']}; mean (bound − replay) = "
-                f"{_fmt(s['mean_bound_minus_replay'])}. Its decisions, summed over "
-                f"seeds: {s['plan_mix']}.",
-            ]
+            lines += ["", _solver_line(s)]
         for f in plot_files.get(sc, []):
             lines += ["", f"![{Path(f).stem}]({Path(f).name})"]
         lines.append("")
@@ -264,3 +288,26 @@ def _json_default(x: Any) -> Any:
     if isinstance(x, float) and not math.isfinite(x):
         return None
     return str(x)
+
+
+def _solver_line(s: dict[str, Any]) -> str:
+    """The optimum's solves in one paragraph: statuses first."""
+    out = (
+        f"Optimum: {s['optimal']}/{s['solves']} solves proven optimal "
+        f"(gap ≤ 1e-6, within the plan class)"
+    )
+    if s.get("not_optimal"):
+        out += (
+            f"; not proven optimal: {len(s['not_optimal'])} (seed, status, reported "
+            f"plan: {s['not_optimal'][:10]}), largest gap {100 * s['max_gap']:.2f} %"
+        )
+    if s.get("from_baseline"):
+        out += f"; seeds where a baseline episode is the reported plan: {s['from_baseline']}"
+    return out + (
+        f". Solve time mean {s['solve_s_mean']:.1f} s, max {s['solve_s_max']:.1f} s; "
+        f"largest |solver objective − replayed return| = "
+        f"{s['max_abs_objective_minus_replay'] or 0.0:.1e}; replay steps the env "
+        f"refused: {s['refused_replay_steps']}; mean (bound − reported return) = "
+        f"{_fmt(s['mean_bound_minus_replay'])}. Its decisions, summed over "
+        f"seeds: {s['plan_mix']}."
+    )

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -48,15 +48,20 @@ def run_episode(
     config: SimConfig | None = None,
     optimum: dict[str, Any] | None = None,
     instance: Any = None,
+    solve_progress: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     """One episode of a named policy (or ``optimum``) as a JSON-able record.
 
     ``instance``: an already built policy to use (e.g. an LLM loaded once).
+    The optimum's record carries its solve in ``optimum`` (status, source, gap,
+    bound...); a limited or failed solve is recorded with its status, not raised.
     """
     if policy == OPTIMUM:
         from .optimum import solve_episode
 
-        res = solve_episode(scenario, seed, config=config, **(optimum or {}))
+        res = solve_episode(
+            scenario, seed, config=config, progress=solve_progress, **(optimum or {})
+        )
         assert res.env is not None
         rec = _record(policy, scenario, seed, res.env)
         rec["optimum"] = res.summary()
@@ -130,6 +135,9 @@ def run_comparison(
             config=config,
             optimum=optimum,
             instance=built.get(policy),
+            solve_progress=(lambda line: bar.write(line, file=sys.stderr))
+            if progress
+            else None,
         )
         if code:
             rec["code"] = code

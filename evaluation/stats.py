@@ -86,24 +86,54 @@ def paired(
 def pct_of_optimal(policy_return: float, optimum_return: float) -> float:
     """100 x optimum cost / policy cost (returns are costs <= 0): 100 = optimal.
 
-    Above 100 means the policy beat the optimum's plan (possible only because the
-    optimum plans in a restricted class: see ``plan_options``).
+    ``optimum_return`` may be a bound (see ``PCT_LABELS``). Above 100 means the
+    policy beat it (possible only because the optimum plans in a restricted class:
+    see ``plan_options``).
     """
     if policy_return == 0.0:
         return 100.0 if optimum_return == 0.0 else math.inf
     return 100.0 * optimum_return / policy_return
 
 
+# What "% of ..." divides by, per seed (``OptimumResult.reference_kind``): the optimum's
+# return when the MILP closed and its plan is reported; the MILP's bound when it did
+# not close; the reported return when a plan outside the class beats the bound.
+PCT_LABELS = {
+    "optimal": "% of optimal",
+    "bound": "% of bound",
+    "best": "% of best known",
+}
+
+
+def optimum_reference(r: Record) -> tuple[float, str]:
+    """(return to divide by, its kind) of an optimum record (older records: its return)."""
+    opt = r.get("optimum", {})
+    if "reference_return" in opt:
+        return float(opt["reference_return"]), str(opt["reference_kind"])
+    closed = "Optimal" in str(opt.get("status", "Optimal"))
+    return float(r["return"]), "optimal" if closed else "best"
+
+
+def pct_label(kinds: Iterable[str]) -> str:
+    """The column label for a set of seeds: '% of optimal', '% of bound', or both."""
+    ks = sorted(set(kinds), key=list(PCT_LABELS).index)
+    if not ks:
+        return PCT_LABELS["optimal"]
+    return "% of " + " / ".join(PCT_LABELS[k][5:] for k in ks)
+
+
 def add_pct_optimal(records: list[dict[str, Any]]) -> None:
-    """Set ``derived.pct_optimal`` on every record whose (scenario, seed) has an optimum."""
-    best = {
-        (r["scenario"], r["seed"]): r["return"]
+    """Set ``derived.pct_optimal`` (and ``pct_of``, its kind) on every record whose
+    (scenario, seed) has an optimum: 100 x reference / return, see ``PCT_LABELS``."""
+    ref = {
+        (r["scenario"], r["seed"]): optimum_reference(r)
         for r in records
         if r["policy"] == OPTIMUM
     }
     for r in records:
         key = (r["scenario"], r["seed"])
-        if key in best:
+        if key in ref:
             r.setdefault("derived", {})["pct_optimal"] = pct_of_optimal(
-                r["return"], best[key]
+                r["return"], ref[key][0]
             )
+            r["pct_of"] = ref[key][1]

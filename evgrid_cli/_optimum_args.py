@@ -5,14 +5,20 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-DEFAULT_TIME_LIMIT_S = 30.0  # [s] HiGHS time limit per solve
+# The node limit is the solve's budget: deterministic, so the same seed gives the same
+# plan and bound on any machine under any load. The time limit is only a safety net
+# (a solve it stops depends on the machine, and its status says "time-limited").
+DEFAULT_NODE_LIMIT = 500  # HiGHS branch-and-bound nodes per solve
+DEFAULT_TIME_LIMIT_S = 600.0  # [s] wall-clock safety net per solve
 DEFAULT_STATIONS_PER_KIND = 6  # nearest stations offered per EV and charger kind
 DEFAULT_MAX_DEFER_MIN = 60  # [min] longest total defer offered per EV
 
 
 def add_optimum_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--node-limit", type=int, default=DEFAULT_NODE_LIMIT,
+                   help="HiGHS branch-and-bound nodes per optimum solve (reproducible)")  # fmt: skip
     p.add_argument("--time-limit", type=float, default=DEFAULT_TIME_LIMIT_S,
-                   help="[s] HiGHS time limit per optimum solve")  # fmt: skip
+                   help="[s] wall-clock safety net per optimum solve (machine-dependent)")  # fmt: skip
     p.add_argument("--stations-per-kind", type=int, default=DEFAULT_STATIONS_PER_KIND,
                    help="optimum: nearest stations offered per EV and charger kind")  # fmt: skip
     p.add_argument("--max-defer", type=int, default=DEFAULT_MAX_DEFER_MIN,
@@ -23,12 +29,25 @@ def optimum_settings(args: argparse.Namespace) -> dict[str, Any]:
     """The checked settings as ``solve_episode`` keyword arguments."""
     if args.time_limit <= 0:
         raise ValueError("--time-limit must be > 0")
+    if args.node_limit < 0:
+        raise ValueError("--node-limit must be >= 0")
     if args.stations_per_kind < 1:
         raise ValueError("--stations-per-kind must be >= 1")
     if args.max_defer < 0:
         raise ValueError("--max-defer must be >= 0")
     return {
+        "node_limit": args.node_limit,
         "time_limit_s": args.time_limit,
         "stations_per_kind": args.stations_per_kind,
         "max_defer_min": args.max_defer,
     }
+
+
+def describe_settings(settings: dict[str, Any]) -> str:
+    """One sentence for reports: the limits and the plan class."""
+    return (
+        f"Optimum settings: HiGHS node limit {settings['node_limit']} per solve "
+        f"(wall-clock safety net {settings['time_limit_s']:g} s), "
+        f"{settings['stations_per_kind']} nearest stations per charger kind, total "
+        f"defers up to {settings['max_defer_min']} min."
+    )

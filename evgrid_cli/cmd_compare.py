@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from ._optimum_args import add_optimum_arguments, optimum_settings
+from ._optimum_args import add_optimum_arguments, describe_settings, optimum_settings
 
 HELP = "compare policies on the same seeds: KPI table with CIs, paired tests, plots"
 
@@ -98,13 +98,7 @@ def run(args: argparse.Namespace) -> int:
         scenarios=scenarios,
         reference=args.reference,
         plots=not args.no_plots,
-        provenance=(
-            f"Optimum settings: HiGHS time limit {args.time_limit:g} s per solve, "
-            f"{args.stations_per_kind} nearest stations per charger kind, total "
-            f"defers up to {args.max_defer} min."
-        )
-        if "optimum" in policies
-        else "",
+        provenance=describe_settings(optimum) if "optimum" in policies else "",
         command="evgrid compare " + " ".join(sys.argv[2:])
         if sys.argv[1:2] == ["compare"]
         else "",

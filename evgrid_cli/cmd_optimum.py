@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 from ._optimum_args import add_optimum_arguments, optimum_settings
@@ -19,7 +20,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--baselines",
         default="random_valid,nearest,greedy_eta,least_loaded_feeder,"
         "price_renewable,urgency_first",
-        help="comma-separated policies to score on the same episode ('' for none)",
+        help="comma-separated policies run on the same episode: MIP starts, and "
+        "the reported plan is never worse than the best of them ('' for none)",
     )
     p.add_argument(
         "--out",
@@ -27,29 +29,34 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="folder for trace.json (the exogenous trace) and plan.json",
     )
     p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.add_argument(
+        "--no-progress", action="store_true", help="no progress lines during the solve"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
     from evgrid_core import get_scenario
+    from evgrid_core.policies import policy_names
 
     get_scenario(args.scenario)
     if args.seed < 0:
         raise ValueError("--seed must be >= 0")
     settings = optimum_settings(args)
+    baselines = [b.strip() for b in args.baselines.split(",") if b.strip()]
+    unknown = sorted(set(baselines) - set(policy_names()))
+    if unknown:
+        raise ValueError(f"unknown baseline {', '.join(unknown)}")
 
     from evaluation.optimum import solve_episode
-    from evaluation.runner import run_episode
 
     res = solve_episode(
         args.scenario,
         args.seed,
+        baselines=baselines,
+        progress=None if args.no_progress else _stderr,
         **settings,
     )
-    baselines = {
-        name: run_episode(name, args.scenario, args.seed)["return"]
-        for name in [b.strip() for b in args.baselines.split(",") if b.strip()]
-    }
-    out = res.summary() | {"baseline_returns": baselines}
+    out = res.summary()
     if args.out:
         from evgrid_core import EVGridEnv
         from evgrid_core.trace import episode_trace
@@ -63,31 +70,47 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(out, indent=1, default=float))
         return 0
-    _print(res, baselines)
+    _print(res)
     return 0
 
 
-def _print(res, baselines: dict[str, float]) -> None:  # noqa: ANN001
+def _stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def _print(res) -> None:  # noqa: ANN001
+    from evaluation.stats import PCT_LABELS, pct_of_optimal
+
     def f(x: float | None) -> str:
         return "–" if x is None else f"{x:.4f}"
 
     print(
         f"{res.scenario} seed {res.seed}: {res.n_evs} EVs, {res.n_options} plan options"
     )
+    print(f"  status: {res.status}   (reported plan: {res.source})")
     print(
-        f"  build {res.build_s:.1f} s, LP {res.lp_s:.1f} s, MILP {res.solve_s:.1f} s (CPU {res.solve_cpu_s:.1f} s): {res.status}"
+        f"  build {res.build_s:.1f} s, LP {res.lp_s:.1f} s, MILP {res.solve_s:.1f} s "
+        f"(CPU {res.solve_cpu_s:.1f} s, {res.nodes} nodes; limits: "
+        f"{res.node_limit} nodes, {res.time_limit_s:g} s); HiGHS: {res.highs_status}"
     )
-    print(f"  solver objective (return)   {f(res.objective_return)}")
-    print(f"  best bound (return)         {f(res.bound_return)}")
-    print(f"  LP relaxation (return)      {f(res.lp_return)}")
+    accepted = {True: "accepted", False: "NOT accepted", None: "–"}[res.start_accepted]
     print(
-        f"  replayed return (the number){res.replay_return:>10.4f}   refused steps: {res.invalid_steps}"
+        f"  MIP start ({res.start_source}, model return) {f(res.start_return)}  {accepted}"
     )
-    print("  reward parts  replay / model:")
+    print(f"  MILP incumbent (model return)  {f(res.objective_return)}")
+    print(f"  MILP incumbent (replayed)      {f(res.incumbent_return)}")
+    print(f"  best bound (return)            {f(res.bound_return)}")
+    print(f"  LP relaxation (return)         {f(res.lp_return)}")
+    print(
+        f"  reported return (the number)   {res.replay_return:.4f}   "
+        f"refused steps: {res.invalid_steps}"
+    )
+    print("  reward parts  reported / MILP model:")
     for k, v in res.replay_parts.items():
         print(f"    {k:<12}{v:>10.4f} {res.model_parts.get(k, 0.0):>10.4f}")
-    if baselines:
-        print("  baselines on the same episode (return, % of optimal):")
-        for name, ret in sorted(baselines.items(), key=lambda kv: -kv[1]):
-            pct = 100.0 * res.replay_return / ret if ret else float("nan")
+    if res.baseline_returns:
+        label = PCT_LABELS[res.reference_kind]
+        print(f"  baselines on the same episode (return, {label}):")
+        for name, ret in sorted(res.baseline_returns.items(), key=lambda kv: -kv[1]):
+            pct = pct_of_optimal(ret, res.reference_return)
             print(f"    {name:<22}{ret:>10.4f} {pct:>7.1f} %")

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Evaluation (`evgrid compare`, `evgrid optimum`, tests/eval): the `eval` extra,
-# scipy (the HiGHS MILP solver via scipy.optimize.milp, statistics) and matplotlib
+# scipy (sparse matrices, statistics), highspy (the HiGHS MILP solver) and matplotlib
 # (Agg plots, no display). Wheels only, no apt packages. Both modes: the commands
 # are part of the product; pip is quick when they are already there.
 set -euo pipefail

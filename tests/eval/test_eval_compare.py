@@ -9,7 +9,13 @@ import numpy as np
 import pytest
 
 from evaluation.runner import EPISODES_FILE, load_records, run_comparison, run_episode
-from evaluation.stats import add_pct_optimal, paired, pct_of_optimal, summarise
+from evaluation.stats import (
+    add_pct_optimal,
+    paired,
+    pct_label,
+    pct_of_optimal,
+    summarise,
+)
 from evgrid_cli.main import main
 
 
@@ -128,6 +134,8 @@ def test_compare_command_writes_table_json_and_plots(tmp_path, capsys):
         ["optimum", "--seed", "-1"],  # bad seed
         ["optimum", "--max-defer", "-5"],  # negative defer budget
         ["compare", "--policies", "optimum", "--time-limit", "0"],  # no time to solve
+        ["optimum", "--node-limit", "-1"],  # a negative node budget
+        ["optimum", "--baselines", "nope"],  # unknown baseline
         ["compare", "--stations-per-kind", "0"],  # no station to plan with
     ],
 )
@@ -155,3 +163,48 @@ def test_report_counts_episodes_that_beat_the_optimum_plan():
     md = markdown(s, ["a", "optimum"], {})
     assert "same seed: 1" in md
     assert "| a | -14.0 ± 76.2 (87.5 %) |" in md
+
+
+def test_percent_of_bound_when_the_solve_did_not_close():
+    """A limited solve's record carries its bound: "% of" divides by it, and says so."""
+    opt = _rec("optimum", 0, -10.0)
+    opt["optimum"] = {"reference_return": -8.0, "reference_kind": "bound"}
+    recs = [opt, _rec("a", 0, -20.0), _rec("optimum", 1, -5.0), _rec("a", 1, -10.0)]
+    add_pct_optimal(recs)
+    assert recs[1]["derived"]["pct_optimal"] == pytest.approx(40.0)  # 100 x -8 / -20
+    assert recs[1]["pct_of"] == "bound"
+    assert recs[0]["derived"]["pct_optimal"] == pytest.approx(80.0)  # its own gap
+    assert recs[3]["pct_of"] == "optimal"  # an older record: its return, closed
+    assert pct_label(["bound", "bound"]) == "% of bound"
+    assert pct_label(["bound", "optimal"]) == "% of optimal / bound"
+    assert pct_label([]) == "% of optimal"
+
+
+def test_compare_records_a_limited_solve_without_aborting(tmp_path):
+    """A node limit of 0 stops HiGHS at once: the run goes on, the record and the
+    report carry the status, and the optimum row is never worse than a baseline."""
+    code = main(
+        [
+            "compare",
+            "--policies", "greedy_eta,least_loaded_feeder,optimum",
+            "--scenarios", "feeder_fault",
+            "--episodes", "1",
+            "--out", str(tmp_path),
+            "--node-limit", "0",
+            "--stations-per-kind", "1",
+            "--max-defer", "0",
+            "--no-plots",
+            "--no-progress",
+        ]
+    )  # fmt: skip
+    assert code == 0
+    recs = load_records(tmp_path / EPISODES_FILE)
+    (opt,) = [r for r in recs if r["policy"] == "optimum"]
+    assert opt["optimum"]["status"].startswith("work-limited, gap ")
+    assert opt["optimum"]["source"] == "baseline:least_loaded_feeder"
+    assert opt["return"] == max(r["return"] for r in recs)
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["pct_label"]["feeder_fault"] == "% of bound"
+    md = (tmp_path / "report.md").read_text()
+    assert "% of bound" in md and "% of optimal" not in md.split("## Summary")[1]
+    assert "0/1 solves proven optimal" in md and "work-limited, gap" in md
