@@ -50,6 +50,10 @@ class SFTConfig:
     batch_size: int = 8  # [rows per device step]
     grad_accum: int = 1
     full_finetune: bool = False  # train all weights instead of a LoRA adapter
+    warmup_steps: int = 0  # [optimizer steps] linear warm-up from 0 to learning_rate
+    lr_schedule: str = "constant"  # after warm-up: constant | cosine (decay to 0)
+    adam_epsilon: float = 1e-8  # AdamW eps; see cpu-smoke.toml for why it can matter
+    max_grad_norm: float = 1.0  # gradient clipping (global L2 norm)
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,8 +103,10 @@ class EvalConfig:
 class TrainConfig:
     name: str = "custom"
     output_dir: str = ".cache/train/custom"  # relative to the repository root
-    seed: int = 0
+    seed: int = 0  # tiny model's init, data order, torch/numpy/random, TRL
     device: str = "auto"  # auto | cpu | cuda
+    torch_threads: int = 0  # CPU threads for torch; 0 keeps torch's default
+    deterministic: bool = False  # torch.use_deterministic_algorithms during the run
     model: ModelConfig = field(default_factory=ModelConfig)
     data: DataConfig = field(default_factory=DataConfig)
     sft: SFTConfig = field(default_factory=SFTConfig)
@@ -194,5 +200,9 @@ def check_config(cfg: TrainConfig) -> None:
         raise ValueError("eval.kpi_seeds overlaps data.train_seeds")
     if cfg.device not in ("auto", "cpu", "cuda"):
         raise ValueError("device is auto, cpu or cuda")
+    if cfg.sft.lr_schedule not in ("constant", "cosine"):
+        raise ValueError("sft.lr_schedule is constant or cosine")
+    if cfg.torch_threads < 0:
+        raise ValueError("torch_threads is 0 (torch's default) or a thread count")
     if cfg.model.unsloth not in ("auto", "never", "require"):
         raise ValueError("model.unsloth is auto, never or require")

@@ -7,6 +7,8 @@ adapter. On CPU every mixed-precision and checkpointing switch is off explicitly
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +39,31 @@ def resolve_device(cfg: TrainConfig) -> str:
     if cfg.device == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
     return cfg.device
+
+
+@contextmanager
+def torch_settings(cfg: TrainConfig) -> Iterator[None]:
+    """Seeds, CPU threads and deterministic kernels for one run; restored after.
+
+    A CPU float sum depends on how it is split between threads, so the same seed
+    gives the same numbers only with the same thread count (``torch_threads``).
+    """
+    import torch
+    from transformers import set_seed
+
+    threads = torch.get_num_threads()
+    det = torch.are_deterministic_algorithms_enabled()
+    warn_only = torch.is_deterministic_algorithms_warn_only_enabled()
+    if cfg.torch_threads:
+        torch.set_num_threads(cfg.torch_threads)
+    if cfg.deterministic:
+        torch.use_deterministic_algorithms(True)
+    set_seed(cfg.seed)  # random, numpy and torch's global generators
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+        torch.use_deterministic_algorithms(det, warn_only=warn_only)
 
 
 def unsloth_available() -> bool:

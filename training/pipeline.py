@@ -43,16 +43,20 @@ def run(
     cfg: TrainConfig, stages: tuple[str, ...] = STAGES, log=print
 ) -> dict[str, Any]:  # noqa: ANN001
     """Run ``stages`` in order; returns (and writes) the summary."""
-    from .logs import plot_curves, write_csv
-    from .model import base_model_path, require_train_stack, resolve_device
+    from .model import require_train_stack, torch_settings
 
     unknown = set(stages) - set(STAGES)
     if unknown:
         raise ValueError(f"unknown stage(s) {sorted(unknown)}; stages are {STAGES}")
     require_train_stack()
-    import torch
+    with torch_settings(cfg):
+        return _run(cfg, stages, log)
 
-    torch.manual_seed(cfg.seed)
+
+def _run(cfg: TrainConfig, stages: tuple[str, ...], log) -> dict[str, Any]:  # noqa: ANN001
+    from .logs import write_csv
+    from .model import base_model_path, resolve_device
+
     out = cfg.out
     out.mkdir(parents=True, exist_ok=True)
     device = resolve_device(cfg)
@@ -92,6 +96,7 @@ def run(
         sft_dir, hist = run_sft(cfg, current, train, device)
         write_csv(hist, out / "logs" / "sft.csv")
         summary["timings_s"]["sft"] = time.perf_counter() - t
+        summary["sft_param_change"] = param_change(current, sft_dir)
         current = str(sft_dir)
         if "eval" in stages:
             summary["validity_sft"] = _validity(current, held, device, cfg)
@@ -100,6 +105,7 @@ def run(
     # --- GRPO ----------------------------------------------------------------------
     if "grpo" in stages and cfg.grpo.steps > 0:
         from .grpo import run_grpo
+        from .logs import plot_curves
 
         t = stage("grpo")
         before = current

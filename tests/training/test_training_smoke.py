@@ -29,14 +29,29 @@ def smoke(tmp_path_factory) -> tuple[dict, Path]:
     return summary, out
 
 
-def test_sft_lifts_the_answer_rate_above_the_untrained_model(smoke):
+def test_sft_teaches_the_answer_format(smoke):
     s, _ = smoke
     base, sft = s["validity_base"], s["validity_sft"]
     assert base["format_rate"] == 0.0  # random weights never write an action line
-    assert sft["format_rate"] > base["format_rate"]
-    # Not asserted: valid_rate. The issue asks for it to rise, and it does not: the
-    # random tiny model does not learn to copy the REQUEST's EV id in CI minutes
-    # (docs/training/tiny-model-copying.md). A ">=" here could not fail.
+    # Measured on seeds 0-3: 16/16 parse with the preset's one thread, 13-16/16 with
+    # two (docs/training/sft-stability.md); the preset as it was gave 0-50 %.
+    assert sft["format_rate"] >= 0.5
+    # Not asserted: valid_rate. The random tiny model does not learn to copy the
+    # REQUEST's EV id in CI minutes (docs/training/tiny-model-copying.md).
+
+
+def test_sft_cuts_the_answer_loss_and_trains_every_tensor(smoke):
+    s, out = smoke
+    rows = read_csv(out / "logs" / "sft.csv")
+    assert [r["step"] for r in rows] == list(range(1, 241))  # one row per step
+    first = rows[0]["loss"]
+    last = sum(r["loss"] for r in rows[-10:]) / 10
+    # untrained, the answer is near uniform over the vocabulary: ln(151,936) = 11.9
+    assert 10.0 < first < 14.0
+    assert last < first / 5  # measured 0.88-1.00 nats in every run
+    assert rows[0]["learning_rate"] < rows[9]["learning_rate"]  # warm-up
+    change = s["sft_param_change"]
+    assert change["tensors_changed"] == change["tensors"] > 0  # a full fine-tune
 
 
 def test_grpo_changed_the_parameters(smoke):

@@ -1,0 +1,58 @@
+"""SFT's schedule, and that one seed and thread count give the same run bit for bit."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import pytest
+
+from training.config import load_config
+from training.data import decision_rows, train_seeds
+from training.sft import lr_factor
+
+
+@pytest.mark.parametrize(
+    ("step", "schedule", "expected", "why"),
+    [
+        (1, "cosine", 0.1, "warm-up starts at 1/warmup_steps, never at 0"),
+        (10, "cosine", 1.0, "warm-up ends at the peak"),
+        (11, "cosine", 1.0, "the decay starts from the peak"),
+        (61, "cosine", 0.5, "half-way through the decay: cos(pi/2)"),
+        (110, "cosine", 0.5 * (1 + math.cos(0.99 * math.pi)), "the last step trains"),
+        (110, "constant", 1.0, "constant keeps the peak after warm-up"),
+    ],
+)
+def test_lr_factor_warms_up_then_decays(step, schedule, expected, why):
+    # 110 steps, 10 of them warm-up: the cosine spans steps 11..110
+    assert lr_factor(step, 110, 10, schedule) == pytest.approx(expected, abs=1e-12), why
+
+
+@pytest.mark.slow
+def test_same_seed_and_threads_give_a_bit_exact_sft_run(tmp_path):
+    torch = pytest.importorskip("torch", reason="needs the train extra")
+    pytest.importorskip("transformers", reason="needs the train extra")
+    from training.model import base_model_path, torch_settings
+    from training.pipeline import param_change
+    from training.sft import run_sft
+
+    smoke = load_config("cpu-smoke")
+    data = dataclasses.replace(smoke.data, train_seeds=(0, 2), states_per_episode=4)
+    rows = decision_rows(data, train_seeds(data))
+    threads_before = torch.get_num_threads()
+    runs = []
+    for name in ("a", "b"):
+        cfg = dataclasses.replace(
+            smoke,
+            output_dir=str(tmp_path / name),
+            sft=dataclasses.replace(smoke.sft, steps=4, batch_size=4),
+        )
+        with torch_settings(cfg):
+            assert torch.get_num_threads() == cfg.torch_threads
+            assert torch.are_deterministic_algorithms_enabled()
+            out, hist = run_sft(cfg, base_model_path(cfg), rows, "cpu")
+        runs.append((out, [h["loss"] for h in hist]))
+    (dir_a, loss_a), (dir_b, loss_b) = runs
+    assert len(loss_a) == 4 and loss_a == loss_b  # exact floats, not approx
+    assert param_change(dir_a, dir_b)["max_abs_diff"] == 0.0
+    assert torch.get_num_threads() == threads_before  # settings restored
