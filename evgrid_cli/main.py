@@ -13,7 +13,7 @@ import pkgutil
 import sys
 from pathlib import Path
 
-ORDER = ("list", "eval", "compare", "optimum", "bench", "serve", "train")
+ORDER = ("list", "eval", "compare", "optimum", "labels", "bench", "serve", "train")
 
 
 def _commands() -> list[str]:

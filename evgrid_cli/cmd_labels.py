@@ -1,0 +1,69 @@
+"""``evgrid labels``: the hindsight optimum's decisions on training seeds, as JSONL rows."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from ._optimum_args import add_optimum_arguments, optimum_settings
+
+HELP = "label training states with the hindsight optimum's decisions (resumable)"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--scenarios",
+        default="evening_peak,heatwave,festival_surge,feeder_fault",
+        help="comma-separated scenario names",
+    )
+    p.add_argument(
+        "--seeds",
+        default="0:40",
+        help="training seeds FIRST:LAST (LAST excluded); held-out seeds are refused",
+    )
+    p.add_argument(
+        "--out",
+        default="runs/labels",
+        help="folder for decisions.jsonl and episodes.jsonl (resumable)",
+    )
+    p.add_argument("--workers", type=int, default=2, help="solver processes")
+    p.add_argument(
+        "--require-proven",
+        action="store_true",
+        help="write decisions only for solves proven optimal (others: summary only)",
+    )
+    add_optimum_arguments(p)
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def run(args: argparse.Namespace) -> int:
+    from training.labels import (
+        DECISIONS_FILE,
+        EPISODES_FILE,
+        check_scenarios,
+        label_runs,
+        parse_seeds,
+    )
+
+    scenarios = check_scenarios(args.scenarios.split(","))
+    seeds = parse_seeds(args.seeds)
+    if args.workers < 1:
+        raise ValueError("--workers must be >= 1")
+    settings = optimum_settings(args)
+    out = Path(args.out)
+    new = label_runs(
+        scenarios,
+        seeds,
+        out,
+        settings=settings,
+        workers=args.workers,
+        require_proven=args.require_proven,
+        progress=not args.no_progress,
+    )
+    rows = sum(e["decisions"] for e in new if e["labelled"])
+    proven = sum(e["proven_optimal"] for e in new)
+    print(
+        f"{len(new)} episodes solved ({proven} proven optimal), {rows} decision rows; "
+        f"{out / DECISIONS_FILE}, {out / EPISODES_FILE}"
+    )
+    return 0
