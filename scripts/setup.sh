@@ -24,8 +24,8 @@ if ! command -v "$BASE_PY" >/dev/null 2>&1; then
     echo "setup: $BASE_PY not found; install Python 3.11 (Debian: apt-get install python3)" >&2
     exit 1
 fi
-if ! "$BASE_PY" -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
-    echo "setup: $("$BASE_PY" --version 2>&1) is too old; Python 3.11 or newer is needed" >&2
+if ! "$BASE_PY" -c 'import sys; sys.exit(sys.version_info < (3, 11, 2))'; then
+    echo "setup: $("$BASE_PY" --version 2>&1) is too old; Python 3.11.2 or newer is needed" >&2
     exit 1
 fi
 

@@ -106,3 +106,14 @@ def test_setup_installs_into_a_venv_never_into_the_system_python(tmp_path):
         timeout=120,
     )
     assert check.returncode == 0, check.stderr
+
+
+def test_a_python_below_the_floor_is_refused_before_anything_is_made(tmp_path):
+    old = tmp_path / "python3"
+    old.write_text(
+        '#!/bin/sh\ncase "$1" in --version) echo "Python 3.10.12";; *) exit 1;; esac\n'
+    )
+    old.chmod(old.stat().st_mode | stat.S_IEXEC)
+    res = _bash("bash scripts/setup.sh", PYTHON=str(old))
+    assert res.returncode == 1
+    assert "Python 3.10.12 is too old; Python 3.11.2 or newer" in res.stderr
