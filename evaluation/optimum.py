@@ -43,6 +43,7 @@ from evgrid_core import (
     Route,
     SimConfig,
     format_action,
+    policies,
 )
 from evgrid_core.trace import EpisodeTrace, episode_trace
 
@@ -60,14 +61,9 @@ INVALID_ANSWER = "STRAND"  # not an action: the env strands the EV (a planned op
 
 
 FEEDER_MARGIN_KW = 1e-5  # [kW] kept below capacity: solver tolerances never shed
-BASELINES = (
-    "random_valid",
-    "nearest",
-    "greedy_eta",
-    "least_loaded_feeder",
-    "price_renewable",
-    "urgency_first",
-)  # policies run beside every solve: MIP starts, and the floor of the reported plan
+# The core's baseline ladder, run beside every solve: MIP starts, and the floor of
+# the reported plan.
+BASELINES = tuple(cls.name for cls in policies.BASELINES)
 
 
 def _require_scipy():  # noqa: ANN202

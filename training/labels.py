@@ -23,6 +23,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from evaluation.runner import load_records
 from evgrid_core import EVGridEnv, Observation, get_scenario
 
 from .config import DataConfig
@@ -147,25 +148,12 @@ def label_episode(
 
 
 # --- Many episodes, resumable ---------------------------------------------------------
-def _read_jsonl(path: Path) -> list[dict[str, Any]]:
-    """Rows of a JSONL file; a torn line (interrupted write) is skipped."""
-    if not path.exists():
-        return []
-    out = []
-    for line in path.read_text().splitlines():
-        try:
-            out.append(json.loads(line))
-        except json.JSONDecodeError:
-            continue
-    return out
-
-
 def _recover(out_dir: Path) -> set[tuple[str, int]]:
     """Done episodes; rewrites the files without torn lines and orphaned rows."""
     ep_path, dec_path = out_dir / EPISODES_FILE, out_dir / DECISIONS_FILE
-    episodes = _read_jsonl(ep_path)
+    episodes = load_records(ep_path)
     done = {(e["scenario"], e["seed"]) for e in episodes}
-    rows = _read_jsonl(dec_path)
+    rows = load_records(dec_path)
     kept = [r for r in rows if (r["scenario"], r["seed"]) in done]
     for path, keep in ((ep_path, episodes), (dec_path, kept)):
         if not path.exists():
@@ -234,12 +222,12 @@ def load_labels(out_dir: Path, *, require_proven: bool = False) -> list[dict[str
     """Decision rows of finished episodes, by (scenario, seed, step)."""
     done = {
         (e["scenario"], e["seed"])
-        for e in _read_jsonl(out_dir / EPISODES_FILE)
+        for e in load_records(out_dir / EPISODES_FILE)
         if e["labelled"] and (e["proven_optimal"] or not require_proven)
     }
     rows = [
         r
-        for r in _read_jsonl(out_dir / DECISIONS_FILE)
+        for r in load_records(out_dir / DECISIONS_FILE)
         if (r["scenario"], r["seed"]) in done
     ]
     return sorted(rows, key=lambda r: (r["scenario"], r["seed"], r["step"]))
