@@ -153,9 +153,9 @@ def build_options(
                     if a < T and not trace.station_open[a, s]:
                         continue  # closed at arrival: the env refuses the ROUTE
                     n = len(seq)
+                    wait = w.wait * (dmin + (a - d) * tm)
+                    abuse = w.defer_abuse * n * (n - 1) / 2
                     if min(a, T) > give_up:  # patience ends on the way: it gives up
-                        wait = w.wait * (dmin + (a - d) * tm)
-                        abuse = w.defer_abuse * n * (n - 1) / 2
                         if gives_up is None or wait + abuse < gives_up[0]:
                             gives_up = (wait + abuse, wait, abuse, s, k, seq, d, a)
                         continue
@@ -168,8 +168,8 @@ def build_options(
                         )
                         n_ch = len(e)
                     parts = {
-                        "wait": w.wait * (dmin + (a - d) * tm),
-                        "defer_abuse": w.defer_abuse * n * (n - 1) / 2,
+                        "wait": wait,
+                        "defer_abuse": abuse,
                         "cost": w.cost * float(e @ trace.tariff_inr[a : a + n_ch]),
                         "renewable": w.renewable
                         * float(e @ (1.0 - trace.renewable_share[a : a + n_ch])),
