@@ -46,28 +46,35 @@ def play_baseline(
     config: SimConfig | None = None,
     reset_kwargs: dict[str, Any] | None = None,
 ) -> BaselineEpisode:
-    """Play a registered policy as ``rollout.play_episode`` does, recording its actions."""
+    """Play a registered policy (``rollout.play_episode``), recording its actions."""
     from evgrid_core.policies import make_policy
+    from evgrid_core.rollout import play_episode
 
-    policy = make_policy(name)
-    env = EVGridEnv(config)
-    obs = env.reset(seed=seed, scenario=scenario, **(reset_kwargs or {}))
-    policy.reset(seed)
-    ep = BaselineEpisode(name, 0.0, env, {})
-    while not env.done:
-        action = policy.act(obs)
-        info = env.step(action).info
-        ev = int(info["ev"])
-        ep.plan.setdefault(ev, []).append(
+    plan: dict[int, list[str]] = {}
+    defer_min: dict[int, int] = {}
+    route: dict[int, tuple[int, int]] = {}
+
+    def record(action: Any, res: Any) -> None:
+        ev = int(res.info["ev"])
+        plan.setdefault(ev, []).append(
             action if isinstance(action, str) else format_action(action)
         )
-        if info["valid"] and isinstance(action, Defer):
-            ep.defer_min[ev] = ep.defer_min.get(ev, 0) + action.minutes
-        elif info["valid"] and isinstance(action, Route):
-            ep.route[ev] = (action.station - 1, int(action.kind))
-        obs = env.observation()
-    ep.ret = float(env.kpis.total_return)
-    return ep
+        if res.info["valid"] and isinstance(action, Defer):
+            defer_min[ev] = defer_min.get(ev, 0) + action.minutes
+        elif res.info["valid"] and isinstance(action, Route):
+            route[ev] = (action.station - 1, int(action.kind))
+
+    env = play_episode(
+        make_policy(name),
+        scenario,
+        seed,
+        config,
+        on_step=record,
+        reset_kwargs=reset_kwargs,
+    )
+    return BaselineEpisode(
+        name, float(env.kpis.total_return), env, plan, defer_min, route
+    )
 
 
 def baseline_preference(opts: Options, ep: BaselineEpisode) -> dict[int, int]:

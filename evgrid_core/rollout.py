@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
+from .actions import Action
 from .config import SimConfig
-from .env import EVGridEnv
+from .env import EVGridEnv, StepResult
 from .policies import Policy
+from .scenarios import Scenario
 
 
 @dataclass(frozen=True)
@@ -21,14 +24,26 @@ class EpisodeResult:
 
 
 def play_episode(
-    policy: Policy, scenario: str, seed: int, config: SimConfig | None = None
+    policy: Policy,
+    scenario: str | Scenario,
+    seed: int,
+    config: SimConfig | None = None,
+    *,
+    on_step: Callable[[Action | str, StepResult], None] | None = None,
+    reset_kwargs: dict[str, Any] | None = None,
 ) -> EVGridEnv:
-    """Play one full episode of ``policy`` on (scenario, seed); the finished env."""
+    """Play one full episode of ``policy`` on (scenario, seed); the finished env.
+
+    ``on_step(action, result)`` sees every decision as it is applied (recorders).
+    """
     env = EVGridEnv(config)
-    obs = env.reset(seed=seed, scenario=scenario)
+    obs = env.reset(seed=seed, scenario=scenario, **(reset_kwargs or {}))
     policy.reset(seed)
     while not env.done:
-        env.step(policy.act(obs))
+        action = policy.act(obs)
+        res = env.step(action)
+        if on_step is not None:
+            on_step(action, res)
         obs = env.observation()
     return env
 

@@ -48,3 +48,19 @@ def test_text_that_does_not_parse_and_the_parsers_invalid_stay_invalid_actions()
         assert not res.info["valid"] and res.info["ev"] == obs.request.id
         assert res.info["action"] == "please charge"
         assert env.kpi_summary()["stranded"] == 1
+
+
+def test_play_episode_shows_every_decision_to_its_recorder():
+    from evgrid_core.policies import make_policy
+    from evgrid_core.rollout import play_episode
+
+    seen = []
+    env = play_episode(
+        make_policy("greedy_eta"),
+        "quiet_night",
+        3,
+        on_step=lambda action, res: seen.append((action, res.info["ev"])),
+    )
+    plain = play_episode(make_policy("greedy_eta"), "quiet_night", 3)
+    assert len(seen) == env.steps > 0  # one call per step, in order
+    assert env.kpis.total_return == plain.kpis.total_return  # recording changes nothing
