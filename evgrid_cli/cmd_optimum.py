@@ -13,13 +13,14 @@ HELP = "hindsight optimum of one episode: MILP with HiGHS, replayed through env.
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    from evgrid_core.policies import BASELINES
+
     p.add_argument("--scenario", default="evening_peak", help="scenario name")
     p.add_argument("--seed", type=int, default=0, help="episode seed")
     add_optimum_arguments(p)
     p.add_argument(
         "--baselines",
-        default="random_valid,nearest,greedy_eta,least_loaded_feeder,"
-        "price_renewable,urgency_first",
+        default=",".join(cls.name for cls in BASELINES),  # the core's ladder
         help="comma-separated policies run on the same episode: MIP starts, and "
         "the reported plan is never worse than the best of them ('' for none)",
     )
