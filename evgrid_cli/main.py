@@ -13,7 +13,17 @@ import pkgutil
 import sys
 from pathlib import Path
 
-ORDER = ("list", "eval", "compare", "optimum", "labels", "bench", "serve", "train")
+ORDER = (
+    "list",
+    "eval",
+    "compare",
+    "optimum",
+    "labels",
+    "distill",
+    "bench",
+    "serve",
+    "train",
+)
 
 
 def _commands() -> list[str]:

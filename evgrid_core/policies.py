@@ -272,6 +272,18 @@ _DESCRIPTIONS: dict[str, str] = {
 }
 
 
+def _distilled(**kwargs: object) -> Policy:
+    from .distilled import Distilled  # imported (and its model read) on first use
+
+    return Distilled(**kwargs)  # type: ignore[arg-type]
+
+
+_REGISTRY["distilled"] = _distilled
+_DESCRIPTIONS["distilled"] = (
+    "The hindsight optimum's choices learnt by gradient-boosted trees (evgrid distill)"
+)
+
+
 def register_policy(
     name: str, factory: Callable[..., Policy], description: str = ""
 ) -> None:

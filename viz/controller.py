@@ -65,7 +65,7 @@ class ManualChoice:
 
 
 def build_policy(name: str, model_path: str | None = None):  # noqa: ANN201
-    """``make_policy`` with the Oracle registered on demand and ``model_path`` passed."""
+    """``make_policy`` with the Oracle registered on demand and given ``model_path``."""
     if name == "oracle" and "oracle" not in policy_names():
         try:
             import oracle.policy  # noqa: F401  (registers "oracle")
@@ -75,13 +75,10 @@ def build_policy(name: str, model_path: str | None = None):  # noqa: ANN201
                 "pip install -e '.[oracle]' (and a GGUF model, --model PATH)"
                 f" ({e})"
             ) from e
-    kwargs = {"model_path": model_path} if model_path else {}
-    try:
-        return make_policy(name, **kwargs)
-    except TypeError:
-        if not kwargs:
-            raise
-        return make_policy(name)  # this policy takes no model
+    # --model names the Oracle's GGUF: no other policy gets it (distilled reads its
+    # own committed trees).
+    kwargs = {"model_path": model_path} if model_path and name == "oracle" else {}
+    return make_policy(name, **kwargs)
 
 
 class Controller:

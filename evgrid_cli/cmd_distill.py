@@ -1,0 +1,88 @@
+"""``evgrid distill``: label training seeds with the optimum, then fit ``distilled``."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from ._optimum_args import add_optimum_arguments, optimum_settings
+
+HELP = "train the distilled policy: optimum labels on training seeds, then gradient-boosted trees"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--scenarios",
+        default="evening_peak,heatwave,festival_surge,feeder_fault",
+        help="comma-separated scenario names",
+    )
+    p.add_argument(
+        "--seeds",
+        default="0:30",
+        help="training seeds FIRST:LAST (LAST excluded); held-out seeds are refused",
+    )
+    p.add_argument(
+        "--labels",
+        default="runs/labels",
+        help="labels folder: episodes already solved there are reused (resumable)",
+    )
+    p.add_argument("--workers", type=int, default=2, help="solver processes")
+    p.add_argument(
+        "--validation-seeds",
+        default="",
+        help="FIRST:LAST of --seeds to leave out of the fit and score agreement on",
+    )
+    p.add_argument("--trees", type=int, default=None, help="boosting rounds")
+    p.add_argument(
+        "--out", default=None, help="model file (default: the committed one)"
+    )
+    add_optimum_arguments(p)
+    p.add_argument("--no-progress", action="store_true", help="no progress bars")
+
+
+def run(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
+    from evgrid_core.distilled import MODEL_PATH
+    from evgrid_core.trees import save
+    from training.distill import DistillConfig, describe, distill
+    from training.labels import check_scenarios, label_runs, parse_seeds
+
+    scenarios = check_scenarios(args.scenarios.split(","))
+    seeds = parse_seeds(args.seeds)
+    validation = (
+        parse_seeds(args.validation_seeds) if args.validation_seeds else range(0)
+    )
+    if not set(validation) <= set(seeds):
+        raise ValueError("--validation-seeds must lie within --seeds")
+    if args.workers < 1:
+        raise ValueError("--workers must be >= 1")
+    if args.trees is not None and args.trees < 1:
+        raise ValueError("--trees must be >= 1")
+    out = Path(args.out) if args.out else MODEL_PATH
+    if not out.parent.is_dir():
+        raise ValueError(f"--out {out}: folder {out.parent} does not exist")
+    labels = Path(args.labels)
+    label_runs(
+        scenarios,
+        seeds,
+        labels,
+        settings=optimum_settings(args),
+        workers=args.workers,
+        progress=not args.no_progress,
+    )
+    cfg = DistillConfig()
+    if args.trees is not None:
+        cfg = replace(cfg, n_trees=args.trees)
+    model, report = distill(
+        labels,
+        cfg,
+        scenarios=scenarios,
+        seeds=seeds,
+        validation_seeds=validation,
+        progress=not args.no_progress,
+    )
+    save(model, out)
+    print(describe(report))
+    print(f"wrote {out} ({out.stat().st_size / 1e6:.2f} MB, {len(model.roots)} trees)")
+    return 0

@@ -1,0 +1,214 @@
+"""The decision's candidates: every valid answer to a request, with the numbers that decide.
+
+One function, ``candidates(obs)``, lists the valid ROUTEs (station, kind) and
+DEFERs of the request and describes each by a row of features read from the
+observation alone (what any policy may see). The learned policy (``distilled``)
+scores these rows, the LLM Oracle's prompt shows the best-described of them, and
+its training labels are the optimum's pick among them: one definition for all.
+
+Features are finite floats (no NaN): a number that does not apply to a candidate
+(a DEFER's drive time) is written as ``NA`` (-1), so a tree model needs no rule
+for missing values.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .actions import Action, ChargerKind, Defer, Route, format_action
+from .city import CHARGER_KW
+from .observation import Observation
+from .policies import _vehicle_kw, charge_minutes, expected_wait
+
+NA = -1.0  # a feature that does not apply to this candidate
+CHARGE_EFFICIENCY = (
+    0.92  # [0-1] as the policies' estimates assume (policies.charge_minutes)
+)
+
+# The request's and the tick's numbers: the same for every candidate of a decision.
+CONTEXT_FEATURES = (
+    "day_frac",  # [0-1] tick / ticks in the episode
+    "tariff_inr",  # [INR/kWh] now
+    "renewable",  # [0-1] now
+    "pending",  # requests due now, this one included
+    "soc",  # [0-1]
+    "target",  # [0-1]
+    "need_kwh",  # [kWh] battery energy to target
+    "battery_kwh",
+    "critical",  # 0/1
+    "slack_min",  # [min] to the deadline (critical) or to giving up
+    "patience_left_min",
+    "waited_min",
+    "defers",  # earlier defers of this EV
+    "max_dc_kw",  # 0: no DC inlet
+    "max_ac_kw",
+    "range_km",
+    "n_routes",  # valid ROUTE targets
+    "min_eta_min",  # best expected finish over the valid ROUTEs
+    "min_plug_in_min",  # soonest expected plug-in over the valid ROUTEs
+    "max_forecast",  # [0-1] the most stressed feeder's 30-minute forecast
+)
+# The candidate's own numbers.
+CANDIDATE_FEATURES = (
+    "is_defer",  # 0/1
+    "defer_min",  # [min] NA for a ROUTE
+    "kind",  # 0 SLOW, 1 FAST, 2 ULTRA; NA for a DEFER
+    "kw",  # [kW] what this EV draws from this kind
+    "travel_min",
+    "road_km",
+    "travel_excess_min",  # over the nearest valid station
+    "travel_rank",  # 0 = nearest station (by its stations, not kinds)
+    "wait_min",  # expected queue wait at arrival
+    "charge_min",  # to target at full power
+    "plug_in_min",  # travel + wait
+    "plug_in_excess_min",  # over the soonest plug-in
+    "eta_min",  # travel + wait + charge
+    "eta_excess_min",  # over the best ETA
+    "eta_rank",  # 0 = best expected finish
+    "free",  # free plugs of this kind at the station
+    "plugs",
+    "queue",
+    "kinds_here",  # valid kinds at this station
+    "fastest_here",  # 0/1: the highest-power valid kind at this station
+    "feeder_util",  # [0-1] last tick
+    "feeder_forecast",  # [0-1] 30-minute peak if EV load stays
+    "feeder_headroom_kw",  # capacity left below the forecast peak
+    "load_share",  # this EV's kW over that headroom (large: it stresses the feeder)
+    "forecast_with_ev",  # [0-1] forecast plus this EV's kW
+    "feeder_shed_kw",  # EV load shed on this feeder last tick
+    "station_kw",  # [kW] mean power last tick
+    "station_cap_kw",
+    "shifted",  # 0/1 under a LOAD_SHIFT cap
+    "energy_cost_inr",  # the request's energy at today's tariff (grid side)
+)
+FEATURES = CONTEXT_FEATURES + CANDIDATE_FEATURES
+N_CONTEXT = len(CONTEXT_FEATURES)
+
+
+@dataclass(frozen=True)
+class Candidates:
+    """The valid answers to one request: actions, their text, their feature rows."""
+
+    actions: tuple[Action, ...]
+    features: np.ndarray  # (n, len(FEATURES)) float64
+
+    @property
+    def lines(self) -> list[str]:
+        return [format_action(a) for a in self.actions]
+
+    def column(self, name: str) -> np.ndarray:
+        return self.features[:, FEATURES.index(name)]
+
+    def __len__(self) -> int:
+        return len(self.actions)
+
+
+def candidates(obs: Observation) -> Candidates:
+    """Every valid ROUTE and DEFER of the request (none when there is no request)."""
+    r = obs.request
+    if r is None or obs.done:
+        return Candidates((), np.zeros((0, len(FEATURES))))
+    mask = obs.route_mask
+    st, kd = np.nonzero(mask)  # row-major: by station, then kind
+    n_route, defers = len(st), obs.defer_options
+    n = n_route + len(defers)
+    X = np.full((n, len(FEATURES)), NA)
+
+    kw_kind = np.minimum(CHARGER_KW, _vehicle_kw(r))  # (3,)
+    travel = obs.travel_min[st]
+    wait = expected_wait(obs)[st, kd]
+    charge = charge_minutes(obs)[st, kd]
+    plug_in = travel + wait
+    eta = plug_in + charge
+    fe = obs.feeder_of[st]
+    cap = obs.feeder_capacity_kw[fe]
+    forecast = obs.feeder_forecast[fe]
+    headroom = np.maximum(cap * (1.0 - forecast), 0.0)
+    kw = kw_kind[kd]
+    need_kwh = max(0.0, r.target - r.soc) * r.battery_kwh
+    slack = r.deadline_in_min if r.critical and r.deadline_in_min is not None else None
+
+    context = [
+        obs.tick / max(obs.n_ticks, 1),
+        obs.tariff_inr,
+        obs.renewable_share,
+        obs.pending,
+        r.soc,
+        r.target,
+        need_kwh,
+        r.battery_kwh,
+        float(r.critical),
+        r.patience_left_min if slack is None else slack,
+        r.patience_left_min,
+        r.waited_min,
+        r.defers,
+        r.max_dc_kw,
+        r.max_ac_kw,
+        r.range_km,
+        n_route,
+        float(eta.min()) if n_route else NA,
+        float(plug_in.min()) if n_route else NA,
+        float(obs.feeder_forecast.max()) if obs.feeder_forecast.size else 0.0,
+    ]
+    X[:, :N_CONTEXT] = context
+    c = {name: N_CONTEXT + i for i, name in enumerate(CANDIDATE_FEATURES)}
+    X[:, c["is_defer"]] = 0.0
+    if n_route:
+        kinds_here = mask.sum(axis=1)
+        fastest = np.where(mask, kw_kind[None, :], -1.0).max(axis=1)
+        station_rank = _ranks(obs.travel_min, mask.any(axis=1))
+        rows = slice(0, n_route)
+        for name, values in (
+            ("kind", kd),
+            ("kw", kw),
+            ("travel_min", travel),
+            ("road_km", obs.road_km[st]),
+            ("travel_excess_min", travel - travel.min()),
+            ("travel_rank", station_rank[st]),
+            ("wait_min", np.minimum(wait, 1e4)),
+            ("charge_min", np.minimum(charge, 1e4)),
+            ("plug_in_min", np.minimum(plug_in, 1e4)),
+            ("plug_in_excess_min", np.minimum(plug_in - plug_in.min(), 1e4)),
+            ("eta_min", np.minimum(eta, 1e4)),
+            ("eta_excess_min", np.minimum(eta - eta.min(), 1e4)),
+            ("eta_rank", np.argsort(np.argsort(eta, kind="stable"), kind="stable")),
+            ("free", (obs.plugs - obs.busy)[st, kd]),
+            ("plugs", obs.plugs[st, kd]),
+            ("queue", obs.queue[st, kd]),
+            ("kinds_here", kinds_here[st]),
+            ("fastest_here", (kw >= fastest[st]).astype(float)),
+            ("feeder_util", obs.feeder_util[fe]),
+            ("feeder_forecast", forecast),
+            ("feeder_headroom_kw", headroom),
+            ("load_share", np.minimum(kw / np.maximum(headroom, 1.0), 100.0)),
+            ("forecast_with_ev", forecast + kw / np.maximum(cap, 1.0)),
+            ("feeder_shed_kw", obs.feeder_shed_kw[fe]),
+            ("station_kw", obs.station_kw[st]),
+            ("station_cap_kw", obs.cap_kw[st]),
+            ("shifted", obs.shifted[st].astype(float)),
+            (
+                "energy_cost_inr",
+                np.full(n_route, need_kwh / CHARGE_EFFICIENCY * obs.tariff_inr),
+            ),
+        ):
+            X[rows, c[name]] = values
+    if defers:
+        X[n_route:, c["is_defer"]] = 1.0
+        X[n_route:, c["defer_min"]] = defers
+    actions: list[Action] = [
+        Route(r.id, int(s) + 1, ChargerKind(int(k)))
+        for s, k in zip(st, kd, strict=True)
+    ]
+    actions += [Defer(r.id, m) for m in defers]
+    return Candidates(tuple(actions), X)
+
+
+def _ranks(values: np.ndarray, usable: np.ndarray) -> np.ndarray:
+    """(S,) the rank of each usable entry by value (ties by index); NA elsewhere."""
+    out = np.full(values.shape, NA)
+    idx = np.flatnonzero(usable)
+    order = idx[np.argsort(values[idx], kind="stable")]
+    out[order] = np.arange(len(order))
+    return out
