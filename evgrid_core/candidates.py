@@ -20,7 +20,7 @@ import numpy as np
 from .actions import Action, ChargerKind, Defer, Route, format_action
 from .city import CHARGER_KW
 from .observation import Observation
-from .policies import _vehicle_kw, charge_minutes, expected_wait
+from .policies import TYPICAL_SESSION_MIN, _vehicle_kw, charge_minutes, expected_wait
 
 NA = -1.0  # a feature that does not apply to this candidate
 CHARGE_EFFICIENCY = (
@@ -70,6 +70,11 @@ CANDIDATE_FEATURES = (
     "free",  # free plugs of this kind at the station
     "plugs",
     "queue",
+    "inbound",  # EVs already routed to this kind here and still driving
+    "inbound_station",  # ... to any kind at this station
+    "spare",  # free plugs left once the queue and the inbound EVs are served
+    "wait_inbound_min",  # expected wait counting the inbound EVs as queued
+    "eta_inbound_excess_min",  # travel + that wait + charge, over its best
     "kinds_here",  # valid kinds at this station
     "fastest_here",  # 0/1: the highest-power valid kind at this station
     "feeder_util",  # [0-1] last tick
@@ -119,6 +124,9 @@ def candidates(obs: Observation) -> Candidates:
     kw_kind = np.minimum(CHARGER_KW, _vehicle_kw(r))  # (3,)
     travel = obs.travel_min[st]
     wait = expected_wait(obs)[st, kd]
+    spare = (obs.plugs - obs.busy - obs.queue - obs.inbound)[st, kd]
+    typical = TYPICAL_SESSION_MIN[kd]
+    wait_in = np.maximum(0, 1 - spare) * typical / np.maximum(obs.plugs[st, kd], 1)
     charge = charge_minutes(obs)[st, kd]
     plug_in = travel + wait
     eta = plug_in + charge
@@ -177,6 +185,11 @@ def candidates(obs: Observation) -> Candidates:
             ("free", (obs.plugs - obs.busy)[st, kd]),
             ("plugs", obs.plugs[st, kd]),
             ("queue", obs.queue[st, kd]),
+            ("inbound", obs.inbound[st, kd]),
+            ("inbound_station", obs.inbound.sum(axis=1)[st]),
+            ("spare", spare),
+            ("wait_inbound_min", wait_in),
+            ("eta_inbound_excess_min", _excess(travel + wait_in + charge)),
             ("kinds_here", kinds_here[st]),
             ("fastest_here", (kw >= fastest[st]).astype(float)),
             ("feeder_util", obs.feeder_util[fe]),
@@ -203,6 +216,10 @@ def candidates(obs: Observation) -> Candidates:
     ]
     actions += [Defer(r.id, m) for m in defers]
     return Candidates(tuple(actions), X)
+
+
+def _excess(v: np.ndarray) -> np.ndarray:
+    return np.minimum(v - v.min(), 1e4)
 
 
 def _ranks(values: np.ndarray, usable: np.ndarray) -> np.ndarray:

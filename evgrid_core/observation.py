@@ -61,6 +61,7 @@ class Observation:
     plugs: np.ndarray  # (S, 3)
     busy: np.ndarray  # (S, 3)
     queue: np.ndarray  # (S, 3)
+    inbound: np.ndarray  # (S, 3) EVs routed there and still driving (this decision's)
     open: np.ndarray  # (S,) bool
     cap_kw: np.ndarray  # (S,) [kW] limit now (LOAD_SHIFT cap when shifted)
     station_kw: np.ndarray  # (S,) [kW] mean power over the last tick
@@ -94,6 +95,7 @@ class Observation:
                 "travel_min": self.travel_min.tolist(),
                 "road_km": self.road_km.tolist(),
                 "route_mask": self.route_mask.tolist(),
+                "inbound": self.inbound.tolist(),
                 **{name: getattr(self, name).tolist() for name in CITY_ARRAYS},
                 "station_names": list(self.station_names),
             }
@@ -145,6 +147,7 @@ def build_observation(w: World, done: bool) -> Observation:
         road_km=km,
         route_mask=route_mask(w),
         defer_options=deferrals,
+        inbound=_frozen(w.inbound.copy()),  # changes with each ROUTE of the tick
         **view,
         tick_memo=memo,
     )

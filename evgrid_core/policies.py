@@ -26,6 +26,9 @@ class Policy(Protocol):
 
 
 # --- Shared estimates -----------------------------------------------------------------
+TYPICAL_SESSION_MIN = np.array([120.0, 45.0, 25.0])  # [min] a session per kind [A]
+
+
 def _vehicle_kw(r: EVRequest) -> np.ndarray:
     """(3,) [kW] the most the request's EV takes from each charger kind."""
     return np.array([vehicle_kw(k, r.max_ac_kw, r.max_dc_kw) for k in range(3)])
@@ -43,9 +46,7 @@ def charge_minutes(obs: Observation) -> np.ndarray:
 def expected_wait(obs: Observation) -> np.ndarray:
     """(S, 3) [min] queue wait at arrival: zero with a free plug, else a share of a session."""
     free = obs.plugs - obs.busy
-    typical = np.array([120.0, 45.0, 25.0])[
-        None, :
-    ]  # [min] typical session per kind [A]
+    typical = TYPICAL_SESSION_MIN[None, :]
     ahead = np.maximum(0, obs.queue - free + 1)
     return np.where(obs.plugs > 0, ahead * typical / np.maximum(obs.plugs, 1), np.inf)
 

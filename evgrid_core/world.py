@@ -234,6 +234,7 @@ class World:
         "feeder_util",
         "finished",
         "gave_up_now",
+        "inbound",
         "give_up_at",
         "kind",
         "inlet",
@@ -351,6 +352,7 @@ class World:
         self.queues: list[list[list[int]]] = [[[], [], []] for _ in range(S)]
         self.nonempty: set[tuple[int, int]] = set()  # (station, kind) with a queue
         self.queue_len = np.zeros((S, 3), dtype=np.int64)  # len(self.queues[s][k])
+        self.inbound = np.zeros((S, 3), dtype=np.int64)  # EVs driving to (s, k)
         self.charging: list[int] = []
         self._sessions: tuple[np.ndarray, ...] | None = (
             None  # cached arrays of self.charging
@@ -445,6 +447,7 @@ class World:
         self.arrive_minute[ev] = self.minute + ticks * tm
         self.due_tick[ev] = self.tick + ticks
         self.reach_at.setdefault(self.tick + ticks, []).append(ev)
+        self.inbound[s, kind] += 1
         parts["wait"] -= self.config.weights.wait * ticks * tm
 
     def defer(self, ev: int, minutes: int, parts: dict[str, float]) -> None:
@@ -492,6 +495,8 @@ class World:
             evs.remove(ev)
             if not evs:
                 del due[self.due_tick[ev]]
+            if status == TRAVELING:
+                self.inbound[int(self.station[ev]), int(self.kind[ev])] -= 1
         else:
             return
         self._leave_unserved(ev, GAVE_UP, parts, kpis)
@@ -570,6 +575,7 @@ class World:
         for ev in self.reach_at.pop(t, ()):
             s, k = int(self.station[ev]), int(self.kind[ev])
             self.status[ev] = QUEUED
+            self.inbound[s, k] -= 1
             self.queues[s][k].append(ev)
             self.queue_len[s, k] += 1
             self.nonempty.add((s, k))

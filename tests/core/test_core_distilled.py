@@ -136,3 +136,24 @@ def test_distilled_plays_a_whole_episode_validly_and_deterministically():
         assert env.kpis.invalid == 0
         returns.append(env.kpis.total_return)
     assert returns[0] == returns[1]
+
+
+@pytest.mark.parametrize("scenario", ["festival_surge", "feeder_fault"])
+def test_inbound_counts_the_evs_still_driving_to_each_station_and_kind(scenario):
+    from evgrid_core.world import TRAVELING
+
+    env = EVGridEnv()
+    obs = env.reset(seed=11, scenario=scenario)
+    policy, peak, gave_up_driving = make_policy("nearest"), 0, 0
+    while not env.done:
+        w = env.world
+        expect = np.zeros_like(obs.inbound)
+        for ev in np.flatnonzero(w.status == TRAVELING):
+            expect[w.station[ev], w.kind[ev]] += 1
+        assert (obs.inbound == expect).all()
+        peak = max(peak, int(expect.sum()))
+        driving = set(np.flatnonzero(w.status == TRAVELING))
+        res = env.step(policy.act(obs))
+        gave_up_driving += len(driving & set(res.info["gave_up"]))
+        obs = env.observation()
+    assert peak > 3  # the episode had EVs on the road to count
