@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,7 @@ FORMAT = "evgrid-trees/1"
 NODE_ARRAYS = ("feature", "threshold", "left", "right", "value")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class TreeEnsemble:
     """Sum of trees over named features; ``meta`` says how it was made."""
 
@@ -39,24 +40,53 @@ class TreeEnsemble:
     meta: dict[str, Any]
 
     def predict(self, X: np.ndarray) -> np.ndarray:
-        """(n,) the ensemble's score of each row of ``X`` (n, len(features))."""
+        """(n,) the ensemble's score of each row of ``X`` (n, len(features)), finite."""
         X = np.asarray(X, dtype=float)
         if X.ndim != 2 or X.shape[1] != len(self.features):
             raise ValueError(
                 f"expected rows of {len(self.features)} features, got shape {X.shape}"
             )
+        if not np.isfinite(X).all():
+            raise ValueError("features must be finite numbers")
         if not len(X):
             return np.zeros(0)
-        node = np.broadcast_to(self.roots, (len(X), len(self.roots))).copy()
-        rows = np.arange(len(X))[:, None]
+        feature, threshold, first, value = self._walk
+        # Every row in every tree, one tree level per step. A node's children are
+        # adjacent (see _walk), so a step is a gather and an add; walks that reached
+        # their leaf leave the working set, so a level costs what is still walking.
+        n, t = len(X), len(self.roots)
+        node = np.tile(self._walk_roots, n)  # (n*t,) row-major: row i, tree j
+        base = np.repeat(np.arange(n) * X.shape[1], t)
+        flat = X.ravel()
+        live = np.flatnonzero(threshold.take(node) < np.inf)
         for _ in range(self.depth):
-            f = self.feature[node]
-            x = X[rows, np.maximum(f, 0)]
-            step = np.where(
-                x <= self.threshold[node], self.left[node], self.right[node]
-            )
-            node = np.where(f >= 0, step, node)
-        return self.value[node].sum(axis=1)
+            if not len(live):
+                break
+            at = node.take(live)
+            x = flat.take(base.take(live) + feature.take(at))
+            nxt = first.take(at) + (x > threshold.take(at))
+            node[live] = nxt
+            live = live[threshold.take(nxt) < np.inf]
+        return value.take(node).reshape(n, t).sum(axis=1)
+
+    @cached_property
+    def _walk(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The trees laid out for walking: (feature, threshold, first child, value).
+
+        Nodes are renumbered so that every split's children are adjacent (left,
+        then right): the next node is ``first[node] + (x > threshold[node])``. A
+        leaf points to itself with an infinite threshold, so a row that reached
+        its leaf stays there while deeper trees are still walked.
+        """
+        order, first = _adjacent_layout(self.left, self.right, self.feature, self.roots)
+        new = np.empty(len(order), dtype=np.int64)
+        new[order] = np.arange(len(order))
+        leaf = self.feature[order] < 0
+        feature = np.where(leaf, 0, self.feature[order])
+        threshold = np.where(leaf, np.inf, self.threshold[order])
+        first = np.where(leaf, np.arange(len(order)), first)
+        object.__setattr__(self, "_walk_roots", new[self.roots])
+        return feature, threshold, first, self.value[order]
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -145,6 +175,35 @@ def _depth(
         if depth > len(feature):
             raise ValueError(f"malformed {FORMAT} model: the trees have a cycle")
         level = np.unique(np.concatenate([left[level], right[level]]))
+
+
+def _adjacent_layout(
+    left: np.ndarray, right: np.ndarray, feature: np.ndarray, roots: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """A renumbering with each split's children adjacent: (old index per new, first child).
+
+    ``first[i]`` is the new index of new node i's left child (its right child is
+    the next one); meaningless for leaves. Nodes no root reaches are dropped.
+    """
+    order: list[int] = []
+    first: list[int] = []
+    position: dict[int, int] = {}
+    queue = list(dict.fromkeys(roots.tolist()))
+    for r in queue:
+        position[r] = len(order)
+        order.append(r)
+    i = 0
+    while i < len(order):
+        node = order[i]
+        if feature[node] >= 0:
+            first.append(len(order))
+            for child in (int(left[node]), int(right[node])):
+                position.setdefault(child, len(order))
+                order.append(child)
+        else:
+            first.append(0)
+        i += 1
+    return np.array(order, dtype=np.int64), np.array(first, dtype=np.int64)
 
 
 def _get(data: object, key: str) -> object:
