@@ -8,7 +8,8 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     EVGRID_MAX_SESSIONS=128 \
-    EVGRID_SESSION_TIMEOUT_S=300
+    EVGRID_SESSION_TIMEOUT_S=300 \
+    EVGRID_ALLOWED_ORIGINS=
 
 # Spaces run the container as uid 1000.
 RUN useradd --create-home --uid 1000 user
@@ -25,5 +26,8 @@ USER user
 EXPOSE 8000
 HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \
     CMD python -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8000/health', timeout=4)"
+# The server binds 127.0.0.1 unless told otherwise; a Space must listen on every
+# interface, so the host is set here. Browser pages may open /ws only from the
+# origins in EVGRID_ALLOWED_ORIGINS (none: trainers send no Origin and are let in).
 CMD ["uvicorn", "server:app", "--host", "0.0.0.0", "--port", "8000", \
      "--ws-per-message-deflate", "false"]

@@ -4,9 +4,10 @@
 
 Plays the same closed loop as the load benchmark without sockets: N sessions of
 ``EVGridEnvironment`` take turns (so each step finds the caches as another session
-left them, as in the server), and each step goes through what OpenEnv's WebSocket
-handler does: decode the action message, ``step``, dump the observation, write the
-frame as JSON. Prints µs per step for each part, best of ``--passes`` passes.
+left them, as in the server), and each step goes through what the /ws handler
+(``evgrid_openenv.sessions``) does: read the step message, ``step``, dump the
+observation, write the frame as JSON. Prints µs per step for each part, best of
+``--passes`` passes.
 """
 
 from __future__ import annotations
@@ -16,22 +17,18 @@ import gc
 import json
 import time
 
-from openenv.core.env_server.serialization import (
-    deserialize_action,
-    serialize_observation,
-)
-from openenv.core.env_server.types import WSObservationResponse
+from openenv.core.env_server.serialization import serialize_observation
 from server_load import choose  # the load benchmark's client choice (bench/)
 
+from evgrid_openenv import protocol
 from evgrid_openenv.environment import EVGridEnvironment
-from evgrid_openenv.models import EVGridAction
 
 PARTS = (
-    ("decode", "the action message: JSON, then OpenEnv's model validation"),
+    ("decode", "the step message: JSON, its shape, the action's validation"),
     ("core step", "the core parses, judges and applies the line; the world runs on"),
     ("observation", "the wire observation: core observation, text prompt, grid"),
     ("dump", "OpenEnv's per-step dump of the observation"),
-    ("json", "OpenEnv writes the frame as JSON"),
+    ("json", "the frame written as JSON"),
 )
 
 
@@ -45,9 +42,10 @@ def one_pass(sessions: int, steps: int, scenario: str) -> dict[str, float]:
         for i, env in enumerate(envs):
             if last[i].done:
                 last[i] = env.reset(seed=i + 1000, scenario=scenario)
-            message = json.dumps({"type": "step", "data": {"text": choose(last[i])}})
+            text = json.dumps({"type": "step", "data": {"text": choose(last[i])}})
+            message = {"type": "websocket.receive", "text": text}
             t0 = clock()
-            action = deserialize_action(json.loads(message)["data"], EVGridAction)
+            action = protocol.step_action(protocol.read_frame(message)[1])
             t1 = clock()
             core = env._env  # the same calls EVGridEnvironment.step makes, timed apart
             result = core.step(action.to_line())
@@ -56,7 +54,7 @@ def one_pass(sessions: int, steps: int, scenario: str) -> dict[str, float]:
             t3 = clock()
             data = serialize_observation(obs)
             t4 = clock()
-            WSObservationResponse(data=data).model_dump_json()
+            protocol.encode({"type": "observation", "data": data})
             t5 = clock()
             for (name, _), a, b in zip(
                 PARTS, (t0, t1, t2, t3, t4), (t1, t2, t3, t4, t5), strict=True

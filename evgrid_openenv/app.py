@@ -1,12 +1,17 @@
 """The FastAPI app: OpenEnv's own ``create_app`` around ``EVGridEnvironment``.
 
-Routes (from OpenEnv): WS /ws (one episode per connection: use this), POST /reset
-and /step (stateless: each request gets a fresh environment), GET /state,
-/metadata, /health, /schema, POST /mcp, /docs.
+Routes: WS /ws (one episode per connection: use this), POST /reset and /step
+(stateless: each request gets a fresh environment), POST /mcp, GET /state,
+/metadata, /health, /schema, /docs. /ws, /reset, /step and /mcp are this
+package's own (``sessions``, ``http_routes``, by the rules of ``protocol``): OpenEnv
+0.10.0's cannot be configured out of the faults in docs/server-upstream.md. The
+rest is OpenEnv's.
 
-Sessions: ``EVGRID_MAX_SESSIONS`` (default 128: a GRPO run with 64 parallel
-rollouts plus room for reconnects and an evaluator) and ``EVGRID_SESSION_TIMEOUT_S``
-(default 300 s: an idle or dropped session gives its slot back).
+Settings (argument, else environment variable, else default):
+``EVGRID_MAX_SESSIONS`` (128: a GRPO run with 64 parallel rollouts plus room for
+reconnects and an evaluator), ``EVGRID_SESSION_TIMEOUT_S`` (300 s without a message:
+the session is closed and its slot given back), ``EVGRID_ALLOWED_ORIGINS`` (browser
+origins allowed to open /ws; none by default, see ``guards``).
 """
 
 from __future__ import annotations
@@ -16,8 +21,7 @@ import gc
 import os
 import sys
 
-from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse
+from fastapi import FastAPI
 from openenv.core.env_server.http_server import create_app
 from openenv.core.env_server.types import ConcurrencyConfig
 
@@ -27,12 +31,33 @@ from .app_args import (
     check_serve_args,
     parse_args,
 )
-from .environment import ENV_NAME, EVGridEnvironment, EVGridRequestError
+from .environment import ENV_NAME, EVGridEnvironment
+from .guards import ServerGuards, parse_origins
+from .http_routes import add_http_routes
 from .models import EVGridAction, EVGridObservation, EVGridState
+from .protocol import MAX_MESSAGE_CHARS, MESSAGE_TYPES
+from .sessions import SessionLimits, WebSocketSessions
+
+_OWN_ROUTES = frozenset({"/ws", "/reset", "/step", "/mcp"})
+
+_WS_DOC = f"""
+## WebSocket /ws: one connection = one session = one episode
+
+Send JSON text frames, each an object: `{{"type": "reset", "data": {{"seed": 7,
+"scenario": "evening_peak"}}}}` (data as the /reset body), `{{"type": "step", "data":
+{{"text": "DEFER E1 15"}}}}` (data as the /step body's `action`), `{{"type": "state"}}`,
+`{{"type": "close"}}`, `{{"type": "mcp", "data": <JSON-RPC>}}`. Replies: `observation`,
+`state`, `mcp` or `error` with `data.code` (INVALID_JSON, UNKNOWN_TYPE,
+VALIDATION_ERROR, EXECUTION_ERROR; CAPACITY_REACHED and SESSION_ERROR close the
+connection). An error means nothing changed and the session goes on. A message is
+at most {MAX_MESSAGE_CHARS:,} characters; types: {", ".join(MESSAGE_TYPES)}.
+"""
 
 
 def build_app(
-    max_sessions: int | None = None, session_timeout_s: float | None = None
+    max_sessions: int | None = None,
+    session_timeout_s: float | None = None,
+    allowed_origins: str | None = None,
 ) -> FastAPI:
     """The server app; arguments left as None come from the environment variables."""
     if max_sessions is None:
@@ -41,6 +66,8 @@ def build_app(
         session_timeout_s = float(
             os.environ.get("EVGRID_SESSION_TIMEOUT_S", DEFAULT_SESSION_TIMEOUT_S)
         )
+    if allowed_origins is None:
+        allowed_origins = os.environ.get("EVGRID_ALLOWED_ORIGINS", "")
     if max_sessions < 1:
         raise ValueError(f"max_sessions must be >= 1, got {max_sessions}")
     if session_timeout_s <= 0:
@@ -50,24 +77,26 @@ def build_app(
         EVGridAction,
         EVGridObservation,
         env_name=ENV_NAME,
+        # OpenEnv's own sessions are no longer made (its /ws and /mcp are replaced).
         concurrency_config=ConcurrencyConfig(
             max_concurrent_envs=max_sessions, session_timeout=session_timeout_s
         ),
         state_cls=EVGridState,
     )
+    app.router.routes[:] = [
+        r for r in app.router.routes if getattr(r, "path", None) not in _OWN_ROUTES
+    ]
+    sessions = WebSocketSessions(SessionLimits(max_sessions, session_timeout_s))
+    app.add_api_websocket_route("/ws", sessions.endpoint)
+    add_http_routes(app)
+    app.description = (app.description or "") + _WS_DOC
+    app.add_middleware(ServerGuards, allowed_origins=parse_origins(allowed_origins))
 
     # What is built by start-up (FastAPI, OpenEnv, pydantic schemas: some 250,000
     # objects) lives as long as the server. Frozen out of the collector's sight, a
     # full collection no longer walks it: 0.17 s each, about 2% of the server's CPU
     # under bench/server_load.py.
     app.router.on_startup.append(gc.freeze)
-
-    @app.exception_handler(EVGridRequestError)
-    async def _request_error(_: Request, exc: EVGridRequestError) -> JSONResponse:
-        # Shaped like FastAPI's own validation errors, so clients parse one format.
-        detail = [{"type": "evgrid_request_error", "loc": ["body"], "msg": str(exc)}]
-        return JSONResponse(status_code=exc.status, content={"detail": detail})
-
     return app
 
 
@@ -76,7 +105,7 @@ def serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     check_serve_args(args)
-    app = build_app(args.max_sessions, args.session_timeout)
+    app = build_app(args.max_sessions, args.session_timeout, args.allowed_origins)
     uvicorn.run(
         app,
         host=args.host,

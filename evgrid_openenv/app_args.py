@@ -10,7 +10,12 @@ DEFAULT_SESSION_TIMEOUT_S = 300.0  # [s] idle time before a session is reaped
 
 def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     """The serve options, shared by ``python server.py`` and ``evgrid serve``."""
-    parser.add_argument("--host", default="0.0.0.0", help="interface to bind")
+    parser.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="interface to bind (default 127.0.0.1, this machine only; 0.0.0.0 "
+        "serves every interface, as the Docker image does)",
+    )
     parser.add_argument("--port", type=int, default=8000, help="TCP port")
     parser.add_argument(
         "--max-sessions",
@@ -25,6 +30,13 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help=f"[s] idle time before a session is closed (default "
         f"{DEFAULT_SESSION_TIMEOUT_S:g}, or $EVGRID_SESSION_TIMEOUT_S)",
+    )
+    parser.add_argument(
+        "--allowed-origins",
+        default=None,
+        help="comma-separated browser origins (https://host[:port]) allowed to open "
+        "/ws, or '*' for any; clients that send no Origin (trainers, the Python "
+        "client) are always let in (default none, or $EVGRID_ALLOWED_ORIGINS)",
     )
     parser.add_argument(
         "--ws-compression",

@@ -23,6 +23,7 @@ from evgrid_core import (
     SimConfig,
     action_contract,
 )
+from evgrid_core.actions import MAX_ACTION_CHARS
 from evgrid_core.observation import Observation as CoreObservation
 from evgrid_core.observation import render_text
 
@@ -190,11 +191,23 @@ class EVGridEnvironment(Environment[EVGridAction, EVGridObservation, EVGridState
                 "reward_parts": parts,
                 "valid": info.get("valid"),
                 "reason": info.get("reason", ""),
-                "action": info.get("action"),
+                "action": read_line(info.get("action")),
                 "ev": info.get("ev"),
                 "tick": core.tick,
             },
         )
+
+
+def read_line(action: str | None) -> str | None:
+    """The action as the parser read it, for the echo: stripped, at most one line's worth.
+
+    The core keeps the text it was given; a valid line is never longer than
+    MAX_ACTION_CHARS, so a longer one is cut there and marked, never echoed whole.
+    """
+    if action is None:
+        return None
+    line = action.strip()
+    return line if len(line) <= MAX_ACTION_CHARS else line[:MAX_ACTION_CHARS] + "…"
 
 
 def grid_view(obs: CoreObservation) -> GridView:

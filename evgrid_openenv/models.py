@@ -22,8 +22,15 @@ from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
 from pydantic_core import PydanticCustomError
 
 from evgrid_core import KPI_UNITS, REWARD_KEYS, ChargerKind
+from evgrid_core.actions import MAX_ACTION_CHARS
 
 # --- Action -------------------------------------------------------------------------
+
+# [chars] the longest ``text`` taken. A valid line is at most MAX_ACTION_CHARS (23);
+# an LLM's whole completion of a few hundred tokens still reaches the parser and is
+# an invalid step if it is not one action line. Longer text is refused (nothing is
+# stepped): it is not an answer, and it would be read, judged and echoed for nothing.
+MAX_TEXT_CHARS = 1024
 
 # The typed fields each command takes, in the order of its text line.
 COMMAND_FIELDS: dict[str, tuple[str, ...]] = {
@@ -42,7 +49,8 @@ class EVGridAction(Action):
         description="One action line as an LLM writes it, e.g. 'ROUTE E17 S5 FAST', "
         "'DEFER E17 15' or 'LOAD_SHIFT S5 50 30'. Parsed by the core's parser; text "
         "that does not parse is an invalid action (EV stranded, penalty). Give either "
-        "text or command, not both.",
+        f"text or command, not both. At most {MAX_TEXT_CHARS} characters.",
+        max_length=MAX_TEXT_CHARS,
     )
     command: Literal["ROUTE", "DEFER", "LOAD_SHIFT"] | None = Field(
         default=None,
@@ -227,7 +235,10 @@ class EVGridObservation(Observation):
         default="", description="Why the last action was invalid ('' when valid)."
     )
     action: str | None = Field(
-        default=None, description="The last action as a text line (null after reset)."
+        default=None,
+        description="The last action as the parser read it: the line without its "
+        f"surrounding whitespace, cut to {MAX_ACTION_CHARS} characters (the longest "
+        "valid line) plus '…' when longer (null after reset).",
     )
     ev: int | None = Field(
         default=None, description="The EV the last step decided (null after reset)."
@@ -333,7 +344,14 @@ class EVGridState(State):
 
 
 class EVGridResetParams(_Strict):
-    """What ``reset`` accepts besides OpenEnv's own fields."""
+    """What ``reset`` accepts: the /ws reset message's data and HTTP /reset's body."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [{"seed": 7, "scenario": "evening_peak"}, {}],
+        },
+    )
 
     seed: int | None = Field(
         default=None,
@@ -349,3 +367,42 @@ class EVGridResetParams(_Strict):
     episode_id: str | None = Field(
         default=None, max_length=255, description="Your id for the episode."
     )
+
+
+class EVGridStepRequest(_Strict):
+    """HTTP ``POST /step``'s body: the action, as the /ws step message's data."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={"examples": [{"action": {"text": "DEFER E1 15"}}]},
+    )
+
+    action: EVGridAction = Field(description="The action, as a /ws step's data.")
+    timeout_s: float | None = Field(
+        default=None, gt=0, description="[s] OpenEnv's step timeout; not used here."
+    )
+    request_id: str | None = Field(
+        default=None, max_length=255, description="Your id for the request."
+    )
+
+
+# --- Errors -------------------------------------------------------------------------
+
+
+class FieldError(_Strict):
+    """One field's problem, as pydantic names it (the input is not quoted back)."""
+
+    type: str = Field(description="Kind of problem, e.g. 'extra_forbidden'.")
+    loc: list[str | int] = Field(description="Where: the path to the field.")
+    msg: str = Field(description="What is wrong, in words.")
+
+
+class EVGridErrorReply(_Strict):
+    """An HTTP error reply; a /ws error frame's data carries the same code and text."""
+
+    code: str = Field(
+        description="INVALID_JSON (400, 413), VALIDATION_ERROR (422) or "
+        "EXECUTION_ERROR (409): the same codes as /ws error frames."
+    )
+    message: str = Field(description="The problem, in words.")
+    detail: list[FieldError] = Field(description="The fields at fault, if any.")

@@ -1,20 +1,21 @@
-"""One real server per test session: uvicorn on a free 127.0.0.1 port.
+"""Real servers for the tests: uvicorn on a free 127.0.0.1 port, in a subprocess.
 
-Started in a subprocess exactly as a user would (``python -m uvicorn server:app``),
-so the tests exercise the real app, the real WebSocket transport and the real client.
+Started exactly as a user would (``python -m uvicorn server:app``, settings from
+the environment as in Docker), so the tests exercise the real app, the real
+WebSocket transport and the real client.
 """
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from collections.abc import Iterator
 
 import pytest
-from server_helpers import ROOT, free_port, wait_healthy
+from server_helpers import running_server
 
 MAX_SESSIONS = 64  # what the concurrency tests need, with room to spare
+SMALL_MAX_SESSIONS = 4  # the small server: a cap the tests can fill
+SMALL_TIMEOUT_S = 1.5  # [s] the small server's idle timeout
+ALLOWED_ORIGIN = "https://trainer.example"  # the small server's one browser origin
 
 
 @pytest.fixture(scope="session")
@@ -22,43 +23,21 @@ def server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     pytest.importorskip(
         "openenv", reason="needs the server extra: pip install -e .[server]"
     )
-    port = free_port()
-    log = tmp_path_factory.mktemp("server") / "uvicorn.log"
-    env = {
-        **os.environ,
-        "EVGRID_MAX_SESSIONS": str(MAX_SESSIONS),
-        "EVGRID_SESSION_TIMEOUT_S": "120",
-        "ENABLE_WEB_INTERFACE": "false",
-    }
-    with log.open("w") as out:
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "uvicorn",
-                "server:app",
-                "--host",
-                "127.0.0.1",
-                "--port",
-                str(port),
-                "--log-level",
-                "warning",
-            ],
-            cwd=ROOT,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_healthy(url, proc)
+    settings = {"EVGRID_MAX_SESSIONS": str(MAX_SESSIONS)}
+    with running_server(tmp_path_factory.mktemp("server"), settings) as url:
         yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-    # A traceback in the server log means some request crashed a handler.
-    assert "Traceback" not in log.read_text(), log.read_text()[-4000:]
+
+
+@pytest.fixture(scope="session")
+def small_server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A server with 4 slots, a 1.5 s idle timeout and one allowed browser origin."""
+    pytest.importorskip(
+        "openenv", reason="needs the server extra: pip install -e .[server]"
+    )
+    settings = {
+        "EVGRID_MAX_SESSIONS": str(SMALL_MAX_SESSIONS),
+        "EVGRID_SESSION_TIMEOUT_S": str(SMALL_TIMEOUT_S),
+        "EVGRID_ALLOWED_ORIGINS": ALLOWED_ORIGIN,
+    }
+    with running_server(tmp_path_factory.mktemp("small_server"), settings) as url:
+        yield url

@@ -1,12 +1,18 @@
-"""Shared by the server tests: in-process reference runs and step comparison."""
+"""Shared by the server tests: servers, raw sessions, reference runs, comparison."""
 
 from __future__ import annotations
 
+import json
+import os
 import socket
 import subprocess
+import sys
 import time
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -34,6 +40,83 @@ def wait_healthy(url: str, proc: subprocess.Popen, timeout_s: float = 90.0) -> N
         except OSError:
             time.sleep(0.2)
     raise RuntimeError(f"server at {url} not healthy after {timeout_s:.0f} s")
+
+
+@contextmanager
+def running_server(log_dir: Path, settings: dict[str, str]) -> Iterator[str]:
+    """``python -m uvicorn server:app`` with ``settings`` in its environment; its URL.
+
+    On exit the server is stopped and its log checked: a traceback means some
+    request crashed a handler.
+    """
+    port = free_port()
+    log = log_dir / "uvicorn.log"
+    env = {
+        **os.environ,
+        "EVGRID_SESSION_TIMEOUT_S": "120",
+        "ENABLE_WEB_INTERFACE": "false",
+        **settings,
+    }
+    cmd = [sys.executable, "-m", "uvicorn", "server:app", "--host", "127.0.0.1",
+           "--port", str(port), "--log-level", "warning"]  # fmt: skip
+    with log.open("w") as out:
+        proc = subprocess.Popen(
+            cmd, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT
+        )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_healthy(url, proc)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    assert "Traceback" not in log.read_text(), log.read_text()[-4000:]
+
+
+# --- Raw /ws sessions ---------------------------------------------------------------
+
+
+def ws_url(url: str) -> str:
+    return url.replace("http", "ws", 1) + "/ws"
+
+
+def ask(ws: Any, frame: str | bytes | dict, timeout: float = 30) -> dict:
+    """Send one frame (a dict is written as JSON) and read the reply.
+
+    A refused connection may be closed before the frame is sent; its error frame
+    is read all the same.
+    """
+    from websockets.exceptions import ConnectionClosed
+
+    with suppress(ConnectionClosed):
+        ws.send(json.dumps(frame) if isinstance(frame, dict) else frame)
+    return json.loads(ws.recv(timeout=timeout))
+
+
+@contextmanager
+def open_session(url: str, seed: int, wait_s: float = 5.0, **connect_kw: Any):
+    """A raw /ws connection with an episode reset to ``seed``: yields (socket, reply).
+
+    Retries while the server is full for up to ``wait_s`` (a socket a test closed
+    a moment ago may not have given its slot back yet); then yields the refusal.
+    """
+    from websockets.sync.client import connect
+
+    deadline = time.monotonic() + wait_s
+    while True:
+        with connect(ws_url(url), **connect_kw) as ws:
+            reply = ask(ws, {"type": "reset", "data": {"seed": seed}})
+            full = reply["type"] == "error" and reply["data"]["code"] == (
+                "CAPACITY_REACHED"
+            )
+            if not full or time.monotonic() > deadline:
+                yield ws, reply
+                return
+        time.sleep(0.2)
 
 
 def as_line(action: object) -> str:

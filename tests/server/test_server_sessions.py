@@ -1,17 +1,25 @@
-"""Concurrent sessions stay isolated; the session limit and idle timeout hold."""
+"""Concurrent sessions stay isolated; the session limit and idle timeout hold.
+
+A slot is held exactly as long as a connection, so the cap counts the sessions
+that can play: none is made without a socket, none outlives its idle timeout
+while still playing, and none can be attached to by another connection.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import time
+import uuid
 from contextlib import ExitStack
 
+import httpx
 import pytest
 
 pytest.importorskip("openenv")
 
-from server_helpers import check_step, reference  # noqa: E402
+from conftest import SMALL_MAX_SESSIONS, SMALL_TIMEOUT_S  # noqa: E402
+from server_helpers import ask, check_step, open_session, reference, ws_url  # noqa: E402
 
 from evgrid_openenv.client import EVGridClient  # noqa: E402
 
@@ -83,7 +91,7 @@ def test_server_session_limit_and_idle_timeout(monkeypatch: pytest.MonkeyPatch) 
         reply = _open(client, sockets)
         assert reply["type"] == "error" and reply["data"]["code"] == "CAPACITY_REACHED"
         assert "1" in reply["data"]["message"]
-        # The idle first session is reaped (checked every 5 s), freeing the slot.
+        # The idle first session is closed after 1 s, freeing the slot.
         deadline = time.monotonic() + 20
         while True:
             reply = _open(client, sockets)
@@ -100,3 +108,87 @@ def test_server_build_app_rejects_bad_limits() -> None:
         build_app(max_sessions=0)
     with pytest.raises(ValueError, match="session_timeout_s must be > 0"):
         build_app(session_timeout_s=0)
+
+
+# --- The cap counts the sessions that can play ---------------------------------------
+
+
+def _plays(ws) -> bool:
+    """Whether a raw session still answers (an idle one is told so and closed)."""
+    try:
+        return ask(ws, {"type": "state"}, timeout=10)["type"] == "state"
+    except Exception:  # closed: ConnectionClosed from the socket
+        return False
+
+
+def test_server_idle_sessions_close_so_the_cap_holds(small_server_url: str) -> None:
+    # 4 slots, 1.5 s idle timeout. One session keeps playing, three go idle past the
+    # timeout (and past OpenEnv's 5 s reaper, which dropped idle sessions from the
+    # count while their sockets still played: 8 sessions at once with 4 slots).
+    with ExitStack() as stack:
+        first = [
+            stack.enter_context(open_session(small_server_url, seed=i))
+            for i in range(SMALL_MAX_SESSIONS)
+        ]
+        assert all(reply["type"] == "observation" for _, reply in first)
+        busy, idle = first[0][0], [ws for ws, _ in first[1:]]
+        deadline = time.monotonic() + SMALL_TIMEOUT_S + 5.5
+        while time.monotonic() < deadline:  # busy: a message every 0.5 s
+            assert ask(busy, {"type": "state"})["type"] == "state"
+            time.sleep(0.5)
+        for ws in idle:  # told why, then closed
+            reply = json.loads(ws.recv(timeout=10))
+            assert reply["data"]["code"] == "SESSION_ERROR"
+            assert (
+                f"idle for more than {SMALL_TIMEOUT_S:g} s" in reply["data"]["message"]
+            )
+        later = []
+        for i in range(SMALL_MAX_SESSIONS):  # the freed slots, and no more
+            later.append(stack.enter_context(open_session(small_server_url, 10 + i, 0)))
+            assert ask(busy, {"type": "state"})["type"] == "state"
+        playing = [ws for ws, _ in first if _plays(ws)]
+        playing += [ws for ws, reply in later if reply["type"] == "observation"]
+        assert len(playing) == SMALL_MAX_SESSIONS
+        assert busy in playing
+        assert later[-1][1]["data"]["code"] == "CAPACITY_REACHED"
+
+
+def test_server_http_mcp_cannot_take_session_slots(small_server_url: str) -> None:
+    # OpenEnv's /mcp made a session per call that no socket held: 4 calls filled
+    # every slot until the idle timeout. Sessions are /ws connections only.
+    for i in range(2 * SMALL_MAX_SESSIONS):
+        body = {"jsonrpc": "2.0", "id": i, "method": "openenv/session/create"}
+        reply = httpx.post(small_server_url + "/mcp", json=body, timeout=30).json()
+        assert "result" not in reply
+        assert reply["error"]["code"] == -32601  # method not found
+        assert "not offered: a session is one /ws" in reply["error"]["message"]
+    with ExitStack() as stack:
+        for i in range(SMALL_MAX_SESSIONS):
+            _, reply = stack.enter_context(open_session(small_server_url, seed=i))
+            assert reply["type"] == "observation", reply
+
+
+def test_server_a_session_cannot_be_attached_to(server_url: str) -> None:
+    # A session belongs to its connection. OpenEnv handed a session's id out (an
+    # mcp session/create message) and let a second socket attach with it and play.
+    from websockets.sync.client import connect
+
+    with open_session(server_url, seed=11) as (owner, _):
+        ask(owner, {"type": "step", "data": {"text": "DEFER E1 15"}})
+        rpc = {"jsonrpc": "2.0", "id": 1, "method": "openenv/session/create"}
+        handed_out = ask(owner, {"type": "mcp", "data": rpc})["data"]
+        for sid in (
+            (handed_out.get("result") or {}).get("session_id"),
+            str(uuid.uuid4()),
+        ):
+            with connect(ws_url(server_url) + f"?session_id={sid}") as thief:
+                reply = ask(thief, {"type": "state"})
+                assert reply["type"] == "error", reply  # not the owner's state
+                assert reply["data"]["code"] == "SESSION_ERROR"
+                assert (
+                    "attaching to a session is not offered"
+                    in (reply["data"]["message"])
+                )
+        assert "result" not in handed_out  # no id handed out
+        state = ask(owner, {"type": "state"})["data"]
+        assert (state["seed"], state["step_count"]) == (11, 1)
