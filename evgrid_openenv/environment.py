@@ -236,6 +236,7 @@ def grid_view(obs: CoreObservation) -> GridView:
             "plugs": a["plugs"],
             "busy": a["busy"],
             "queue": a["queue"],
+            "inbound": a["inbound"],
             "open": a["open"],
             "cap_kw": a["cap_kw"],
             "station_kw": a["station_kw"],

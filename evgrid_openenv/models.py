@@ -182,6 +182,9 @@ class GridView(_Strict):
     plugs: list[list[int]] = Field(description="(S,3) plugs per station and kind.")
     busy: list[list[int]] = Field(description="(S,3) plugs in use.")
     queue: list[list[int]] = Field(description="(S,3) EVs queued.")
+    inbound: list[list[int]] = Field(
+        description="(S,3) EVs routed to the station and kind, still driving there."
+    )
     open: list[bool] = Field(description="(S,) station open now.")
     cap_kw: list[float] = Field(
         description="(S,) [kW] station power limit now (the cap when load-shifted)."
