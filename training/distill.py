@@ -31,11 +31,17 @@ from .labels import label_states, load_labels
 
 @dataclass(frozen=True)
 class DistillConfig:
-    """LightGBM settings (chosen on validation seeds held out of the fit)."""
+    """LightGBM settings.
+
+    Chosen on training seeds 24-29 held out of a fit on seeds 0-23 (4 scenarios):
+    150 trees at 0.1 matched 300 at 0.05 (agreement 0.804 vs 0.806; 90-95 % of
+    optimal in each scenario) at half the scoring cost; a depth cap of 8 changed
+    nothing beyond noise. The held-out seeds (900000 on) played no part.
+    """
 
     objective: str = "lambdarank"
-    n_trees: int = 300
-    learning_rate: float = 0.05
+    n_trees: int = 150
+    learning_rate: float = 0.1
     num_leaves: int = 31
     min_data_in_leaf: int = 20
     feature_fraction: float = 0.8
