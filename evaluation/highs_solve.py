@@ -164,6 +164,12 @@ def solve(
     h.setOptionValue("time_limit", float(time_limit_s))
     h.setOptionValue("mip_rel_gap", float(mip_rel_gap))
     h.setOptionValue("random_seed", 0)
+    # No presolve, no restart (which presolves again): HiGHS 1.16's MIP presolve ran
+    # in strengthenInequalities for over 10 minutes on evening_peak seed 900001,
+    # never checking the time limit (the safety net did not fire). Without it that
+    # seed closes at the root in 1.8 s; others may take more nodes.
+    h.setOptionValue("presolve", "off")
+    h.setOptionValue("mip_allow_restart", False)
     if node_limit is not None:
         h.setOptionValue("mip_max_nodes", int(node_limit))
     start_obj = None
