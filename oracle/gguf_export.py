@@ -27,7 +27,12 @@ CACHE_DIR = Path(
     )
 )
 _SDIST_NAME = f"llama_cpp_python-{LLAMA_CPP_PYTHON_VERSION}"
-_VENDORED = ("convert_hf_to_gguf.py", "conversion/", "gguf-py/")
+_VENDORED = (
+    "convert_hf_to_gguf.py",
+    "convert_lora_to_gguf.py",
+    "conversion/",
+    "gguf-py/",
+)
 # GGUF file types that llama_model_quantize can write (names as llama.cpp prints them).
 QUANT_TYPES = ("Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q4_K_M", "Q5_K_M", "Q6_K")
 
@@ -61,7 +66,8 @@ def fetch_sdist(cache_dir: Path = CACHE_DIR) -> Path:
 def converter_dir(cache_dir: Path = CACHE_DIR) -> Path:
     """The vendored llama.cpp dir holding ``convert_hf_to_gguf.py`` (extracted once)."""
     target = cache_dir / "llama.cpp-convert"
-    if (target / "convert_hf_to_gguf.py").is_file():
+    scripts = [v for v in _VENDORED if v.endswith(".py")]
+    if all((target / v).is_file() for v in scripts):
         return target
     tarball = cache_dir / "sdist" / f"{_SDIST_NAME}.tar.gz"
     if not tarball.is_file():
@@ -82,6 +88,12 @@ def converter_dir(cache_dir: Path = CACHE_DIR) -> Path:
         for m in members:
             m.name = m.name[len(prefix) :]
         _extract_plain(tar, members, tmp)
+    if target.exists():  # an older extraction lacking a script: replace it
+        import shutil
+
+        old = Path(tempfile.mkdtemp(dir=cache_dir, prefix="old-"))
+        target.rename(old / target.name)
+        shutil.rmtree(old)
     tmp.rename(target)  # atomic: a half-extracted dir is never used
     return target
 
@@ -144,6 +156,33 @@ def convert_hf_to_gguf(
     return out
 
 
+def convert_lora_to_gguf(
+    adapter_dir: str | Path,
+    out_path: str | Path,
+    base_dir: str | Path,
+    *,
+    outtype: str = "f16",
+    cache_dir: Path = CACHE_DIR,
+) -> Path:
+    """Convert a PEFT LoRA adapter to a GGUF adapter llama.cpp applies over the base.
+
+    ``base_dir``: the HF dir of the base model (its config is what is read).
+    """
+    script = converter_dir(cache_dir) / "convert_lora_to_gguf.py"
+    out = Path(out_path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(out.name + ".part")
+    env = {k: v for k, v in os.environ.items() if k != "NO_LOCAL_GGUF"}
+    cmd = [sys.executable, str(script), str(adapter_dir), "--base", str(base_dir)]
+    cmd += ["--outfile", str(tmp), "--outtype", outtype]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    if proc.returncode != 0 or not tmp.is_file():
+        tail = (proc.stdout + proc.stderr)[-3000:]
+        raise RuntimeError(f"convert_lora_to_gguf failed ({proc.returncode}):\n{tail}")
+    tmp.replace(out)
+    return out
+
+
 # --- Quantisation --------------------------------------------------------------------------
 
 
@@ -160,9 +199,19 @@ def _llama_cpp():
 
 
 def quantize_gguf(
-    src: str | Path, dst: str | Path, quant: str = "Q4_K_M", *, threads: int = 0
+    src: str | Path,
+    dst: str | Path,
+    quant: str = "Q4_K_M",
+    *,
+    threads: int = 0,
+    allow_requantize: bool = False,
 ) -> Path:
-    """Quantise a GGUF (f32/f16/bf16) to ``quant`` with llama.cpp's quantiser."""
+    """Quantise a GGUF to ``quant`` with llama.cpp's quantiser.
+
+    The source is f32/f16/bf16, or already quantised with ``allow_requantize``
+    (each tensor is dequantised first: a second rounding, so only for bases that
+    ship quantised, like SmolLM2's Q4_1).
+    """
     if quant not in QUANT_TYPES:
         raise ValueError(f"unknown quant {quant!r}; choose one of {QUANT_TYPES}")
     llama_cpp = _llama_cpp()
@@ -171,6 +220,7 @@ def quantize_gguf(
     params = llama_cpp.llama_model_quantize_default_params()
     params.ftype = getattr(llama_cpp, f"LLAMA_FTYPE_MOSTLY_{quant}")
     params.nthread = threads
+    params.allow_requantize = allow_requantize
     out = Path(dst)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.name + ".part")

@@ -178,3 +178,38 @@ def max_answer_tokens(extra: int = 2) -> int:
     the end-of-turn token.
     """
     return MAX_ACTION_CHARS + extra
+
+
+# --- A grammar over listed lines ----------------------------------------------------------
+
+
+def lines_grammar(lines: list[str] | tuple[str, ...]) -> str:
+    """GBNF accepting exactly ``lines`` (the answers a decision prompt lists).
+
+    Lines are split into words and shared leading words are written once
+    (``"ROUTE E7 " ("S3 " ("SLOW" | "FAST") | "S9 FAST")``), so the grammar stays
+    small and llama.cpp's sampler checks few alternatives per token.
+    """
+    if not lines:
+        raise ValueError("no lines to allow")
+    root = _word_tree([line.split(" ") for line in dict.fromkeys(lines)])
+    return f"root ::= {root}\n"
+
+
+def _word_tree(seqs: list[list[str]]) -> str:
+    """GBNF term for word sequences sharing nothing yet (prefix tree by word)."""
+    groups: dict[str, list[list[str]]] = {}
+    for words in seqs:
+        groups.setdefault(words[0], []).append(words[1:])
+    options = []
+    for head, tails in groups.items():
+        rests = [t for t in tails if t]
+        if not rests:
+            options.append(literal(head))
+        elif len(rests) == len(tails):
+            options.append(literal(head + " ") + " " + _word_tree(rests))
+        else:  # a line ends here and others go on: never with the action language
+            options.append(
+                literal(head) + " (" + literal(" ") + " " + _word_tree(rests) + ")?"
+            )
+    return alternatives(options)

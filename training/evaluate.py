@@ -110,21 +110,30 @@ class HFPolicy:
     name = "oracle_hf"
 
     def __init__(
-        self, model: Any, tok: Any, max_new_tokens: int = 16, max_stations: int = 8
+        self,
+        model: Any,
+        tok: Any,
+        max_new_tokens: int = 16,
+        max_stations: int = 8,
+        prompt: str = "observation",
     ) -> None:
         self.model, self.tok, self.max_new_tokens = model, tok, max_new_tokens
-        self.max_stations = max_stations
+        self.max_stations, self.prompt = max_stations, prompt
 
     def reset(self, seed: int) -> None:
         pass
 
     def act(self, obs: Any) -> str:
-        from oracle.prompt import chat_messages
+        from oracle.prompt import chat_messages, decision_prompt
 
+        if self.prompt == "decision":
+            messages = list(decision_prompt(obs, self.max_stations).messages)
+        else:
+            messages = chat_messages(obs, self.max_stations)
         return generate_actions(
             self.model,
             self.tok,
-            [chat_messages(obs)],
+            [messages],
             max_new_tokens=self.max_new_tokens,
         )[0]
 
@@ -133,7 +142,10 @@ class HFPolicy:
 
 
 def oracle_policy(
-    gguf_path: str | Path, fallback: str | None = "greedy_eta", max_stations: int = 8
+    gguf_path: str | Path,
+    fallback: str | None = "greedy_eta",
+    max_stations: int = 8,
+    prompt: str = "observation",
 ) -> Any:
     """The Oracle's GGUF policy (grammar on) from ``oracle.policy``."""
     import oracle.policy  # noqa: F401 - registers "oracle"
@@ -144,18 +156,25 @@ def oracle_policy(
         model_path=str(gguf_path),
         fallback=fallback,
         max_stations=max_stations,
+        prompt=prompt,
     )
 
 
 def gguf_episode(
-    gguf_path: str | Path, scenario: str, seed: int, max_stations: int = 8
+    gguf_path: str | Path,
+    scenario: str,
+    seed: int,
+    max_stations: int = 8,
+    prompt: str = "observation",
 ) -> dict[str, Any]:
     """One full episode of the exported GGUF under the grammar, with no fallback:
     every decision is the model's own, so ``grammar_decisions == steps`` shows the
     GGUF acted throughout and ``invalid_action_pct`` is its true rate."""
     from evgrid_core import EVGridEnv
 
-    policy = oracle_policy(gguf_path, fallback=None, max_stations=max_stations)
+    policy = oracle_policy(
+        gguf_path, fallback=None, max_stations=max_stations, prompt=prompt
+    )
     env = EVGridEnv()
     obs = env.reset(seed=seed, scenario=scenario)
     policy.reset(seed)
@@ -187,6 +206,7 @@ def heldout_kpis(
     baselines: tuple[str, ...],
     hf_policy: Any = None,
     max_stations: int = 8,
+    prompt: str = "observation",
 ) -> dict[str, Any]:
     """Mean return and aggregated KPIs per policy on held-out (scenario, seed) pairs."""
     from evgrid_core.policies import make_policy
@@ -197,7 +217,9 @@ def heldout_kpis(
         makers = {"oracle_hf": lambda: hf_policy, **makers}
     if gguf_path is not None:
         makers = {
-            "oracle": lambda: oracle_policy(gguf_path, max_stations=max_stations),
+            "oracle": lambda: oracle_policy(
+                gguf_path, max_stations=max_stations, prompt=prompt
+            ),
             **makers,
         }
     table: dict[str, Any] = {}

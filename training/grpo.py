@@ -78,7 +78,9 @@ def run_grpo(
         args=args,
         train_dataset=data,
         processing_class=tok,
-        peft_config=None if has_lora else lora_config(cfg),
+        peft_config=None
+        if has_lora
+        else lora_config(cfg, model.config.num_hidden_layers),
     )
     trainer.train()
     merged = merge_and_save(trainer.model, tok, cfg.out / "merged", start_path)

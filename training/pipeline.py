@@ -144,7 +144,7 @@ def _run(cfg: TrainConfig, stages: tuple[str, ...], log) -> dict[str, Any]:  # n
         e = cfg.eval
         stations = cfg.data.prompt_stations
         summary["gguf_episode"] = gguf_episode(
-            gguf, e.gguf_scenario, e.gguf_seed, stations
+            gguf, e.gguf_scenario, e.gguf_seed, stations, cfg.data.prompt
         )
         log(
             f"GGUF episode ({e.gguf_scenario}): "
@@ -158,6 +158,7 @@ def _run(cfg: TrainConfig, stages: tuple[str, ...], log) -> dict[str, Any]:  # n
                 list(range(*e.kpi_seeds)),
                 e.baselines,
                 max_stations=stations,
+                prompt=cfg.data.prompt,
             )
             for name, row in summary["heldout_kpis"].items():
                 log(f"held-out mean return {name}: {row['mean_return']:.2f}")
@@ -171,7 +172,11 @@ def _run(cfg: TrainConfig, stages: tuple[str, ...], log) -> dict[str, Any]:  # n
         e = cfg.eval
         model, tok = load_for_eval(current, device)
         hf = HFPolicy(
-            model, tok, cfg.grpo.max_completion_length, cfg.data.prompt_stations
+            model,
+            tok,
+            cfg.grpo.max_completion_length,
+            cfg.data.prompt_stations,
+            cfg.data.prompt,
         )
         summary["heldout_kpis"] = heldout_kpis(
             None, e.kpi_scenarios, list(range(*e.kpi_seeds)), e.baselines, hf

@@ -106,7 +106,7 @@ def run_sft(
     if not (s.full_finetune or has_lora):
         from peft import get_peft_model
 
-        model = get_peft_model(model, lora_config(cfg))
+        model = get_peft_model(model, lora_config(cfg, model.config.num_hidden_layers))
     model.train()
     params = [p for p in model.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(

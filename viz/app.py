@@ -42,7 +42,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--model",
         default=None,
         metavar="PATH",
-        help="model for policies that take one (oracle)",
+        help="oracle: a GGUF to use instead of the shipped trained Oracle",
     )
     p.add_argument("--size", default="1280x720", help="window / video size WxH [px]")
     p.add_argument(

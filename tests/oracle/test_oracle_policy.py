@@ -14,11 +14,12 @@ import logging
 
 import pytest
 
+import oracle.policy
 from evgrid_core import EVGridEnv, format_action
 from evgrid_core.policies import make_policy, policy_names
 from oracle.grammar import allowed_actions, max_answer_tokens
 from oracle.policy import GGUFPolicy
-from oracle.prompt import IM_END, build_prompt
+from oracle.prompt import DECISION_STATIONS, IM_END, build_prompt, decision_prompt
 
 DEBUG_KEYS = {"raw", "source", "latency_ms", "prompt_tokens", "reason", "action"}
 
@@ -51,12 +52,27 @@ def greedy_line(obs) -> str:
 # --- Protocol and registry ---------------------------------------------------------------
 
 
-def test_registered_as_oracle_and_needs_a_model(tmp_path) -> None:
+def test_registered_as_oracle_and_says_what_is_missing(tmp_path, monkeypatch) -> None:
     assert "oracle" in policy_names()
-    with pytest.raises(ValueError, match="--model PATH"):
+    # no --model: the shipped adapter over the runtime base
+    monkeypatch.setattr(oracle.policy, "SHIPPED_ADAPTER", tmp_path / "gone.gguf")
+    with pytest.raises(ValueError, match="adapter .*gone.gguf is missing"):
         make_policy("oracle")
     with pytest.raises(ValueError, match="no GGUF model"):
         make_policy("oracle", model_path=str(tmp_path / "missing.gguf"))
+
+
+def test_the_decision_prompt_is_asked_and_its_lines_bound_the_answer() -> None:
+    env, obs = first_obs()
+    p = decision_prompt(obs)
+    fake = FakeLlama(p.lines[1])
+    policy = GGUFPolicy(llama=fake, prompt="decision", use_grammar=False)
+    assert policy.max_stations == DECISION_STATIONS
+    assert policy.act(obs) == p.lines[1]
+    assert fake.calls[0][0] == p.text
+    assert env.step(p.lines[1]).info["valid"]
+    with pytest.raises(ValueError, match="prompt is one of"):
+        GGUFPolicy(llama=fake, prompt="essay")
 
 
 def test_a_valid_model_answer_is_used_and_the_request_is_well_formed() -> None:
@@ -195,3 +211,30 @@ def test_without_grammar_validity_matches_the_core(request, which, cap) -> None:
     assert all(r["in_allowed"] == r["valid"] for r in rows)
     rate = sum(r["valid"] for r in rows) / len(rows)
     print(f"\n{which}: {rate:.0%} valid without grammar over {len(rows)} decisions")
+
+
+# --- The shipped Oracle, as users run it ----------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def shipped_policy(llama_cpp, smol_gguf):
+    if not oracle.policy.SHIPPED_ADAPTER.is_file():
+        pytest.skip(f"{oracle.policy.SHIPPED_ADAPTER} is not there")
+    return GGUFPolicy(threads=1)
+
+
+@pytest.mark.slow
+def test_the_shipped_oracle_decides_with_its_adapter_and_grammar(
+    shipped_policy,
+) -> None:
+    """No --model: SmolLM2 Q8_0 + the LoRA adapter, the decision prompt, the grammar
+    over its lines; every answer is the model's own and valid (a quiet_night episode:
+    19 requests on held-out seed 900000, none deferred)."""
+    policy = shipped_policy
+    assert policy.prompt == "decision" and policy.lora_path.endswith(".gguf")
+    assert policy.model_path.endswith("smollm2-135m-q8_0.gguf")
+    rows = run_episode(policy, "quiet_night", seed=900_000)
+    assert len(rows) >= 19
+    bad = [r for r in rows if not r["valid"] or r["source"] != "grammar"]
+    assert bad == [], bad[:3]
+    assert all(100 < r["prompt_tokens"] <= 250 for r in rows)
