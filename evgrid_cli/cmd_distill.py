@@ -5,28 +5,19 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ._label_args import add_label_arguments, label_jobs
 from ._optimum_args import add_optimum_arguments, optimum_settings
 
 HELP = "train the distilled policy: optimum labels on training seeds, then gradient-boosted trees"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--scenarios",
-        default="evening_peak,heatwave,festival_surge,feeder_fault",
-        help="comma-separated scenario names",
-    )
-    p.add_argument(
-        "--seeds",
-        default="0:30",
-        help="training seeds FIRST:LAST (LAST excluded); held-out seeds are refused",
-    )
+    add_label_arguments(p, seeds="0:30")
     p.add_argument(
         "--labels",
         default="runs/labels",
         help="labels folder: episodes already solved there are reused (resumable)",
     )
-    p.add_argument("--workers", type=int, default=2, help="solver processes")
     p.add_argument(
         "--validation-seeds",
         default="",
@@ -46,17 +37,14 @@ def run(args: argparse.Namespace) -> int:
     from evgrid_core.distilled import MODEL_PATH
     from evgrid_core.trees import save
     from training.distill import DistillConfig, describe, distill
-    from training.labels import check_scenarios, label_runs, parse_seeds
+    from training.labels import label_runs, parse_seeds
 
-    scenarios = check_scenarios(args.scenarios.split(","))
-    seeds = parse_seeds(args.seeds)
+    scenarios, seeds = label_jobs(args)
     validation = (
         parse_seeds(args.validation_seeds) if args.validation_seeds else range(0)
     )
     if not set(validation) <= set(seeds):
         raise ValueError("--validation-seeds must lie within --seeds")
-    if args.workers < 1:
-        raise ValueError("--workers must be >= 1")
     if args.trees is not None and args.trees < 1:
         raise ValueError("--trees must be >= 1")
     out = Path(args.out) if args.out else MODEL_PATH

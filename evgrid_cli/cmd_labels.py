@@ -5,28 +5,19 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ._label_args import add_label_arguments, label_jobs
 from ._optimum_args import add_optimum_arguments, optimum_settings
 
 HELP = "label training states with the hindsight optimum's decisions (resumable)"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--scenarios",
-        default="evening_peak,heatwave,festival_surge,feeder_fault",
-        help="comma-separated scenario names",
-    )
-    p.add_argument(
-        "--seeds",
-        default="0:40",
-        help="training seeds FIRST:LAST (LAST excluded); held-out seeds are refused",
-    )
+    add_label_arguments(p, seeds="0:40")
     p.add_argument(
         "--out",
         default="runs/labels",
         help="folder for decisions.jsonl and episodes.jsonl (resumable)",
     )
-    p.add_argument("--workers", type=int, default=2, help="solver processes")
     p.add_argument(
         "--require-proven",
         action="store_true",
@@ -37,18 +28,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from training.labels import (
-        DECISIONS_FILE,
-        EPISODES_FILE,
-        check_scenarios,
-        label_runs,
-        parse_seeds,
-    )
+    from training.labels import DECISIONS_FILE, EPISODES_FILE, label_runs
 
-    scenarios = check_scenarios(args.scenarios.split(","))
-    seeds = parse_seeds(args.seeds)
-    if args.workers < 1:
-        raise ValueError("--workers must be >= 1")
+    scenarios, seeds = label_jobs(args)
     settings = optimum_settings(args)
     out = Path(args.out)
     new = label_runs(
