@@ -70,6 +70,14 @@ def add_http_routes(
 ) -> None:
     """Register POST /reset, /step and /mcp on ``app`` (OpenEnv's removed first)."""
 
+    def on_fresh_env(apply: Callable[[EVGridEnvironment, Any], Any], data: Any) -> Any:
+        """``apply(env, data)`` on a fresh environment, closed after (HTTP is stateless)."""
+        env = env_factory()
+        try:
+            return apply(env, data)
+        finally:
+            env.close()
+
     @app.post(
         "/reset",
         tags=["Environment Control"],
@@ -85,11 +93,7 @@ def add_http_routes(
         try:
             body = await read_body(request)
             data = protocol.read_json(body) if body.strip() else {}
-            env = env_factory()
-            try:
-                return _json(protocol.reset(env, data))
-            finally:
-                env.close()
+            return _json(on_fresh_env(protocol.reset, data))
         except ProtocolError as e:
             return _error(e)
 
@@ -107,11 +111,7 @@ def add_http_routes(
     async def step(request: Request) -> Response:
         try:
             action = protocol.step_request(protocol.read_json(await read_body(request)))
-            env = env_factory()
-            try:
-                return _json(protocol.step(env, action))
-            finally:
-                env.close()
+            return _json(on_fresh_env(protocol.step, action))
         except ProtocolError as e:
             return _error(e)
 
