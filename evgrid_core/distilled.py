@@ -58,10 +58,3 @@ class Distilled:
             return "NO_STATION"  # no valid answer at all: the env strands the EV
         scores = self.model.predict(c.features)
         return c.actions[int(np.argmax(scores))]
-
-    def ranked(self, obs: Observation) -> list[tuple[Action, float]]:
-        """Every candidate with its score, best first (for displays and debugging)."""
-        c = candidates(obs)
-        scores = self.model.predict(c.features)
-        order = np.argsort(-scores, kind="stable")
-        return [(c.actions[i], float(scores[i])) for i in order]
