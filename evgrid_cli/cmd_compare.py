@@ -47,8 +47,6 @@ def run(args: argparse.Namespace) -> int:
     from evgrid_core import get_scenario
     from evgrid_core.policies import policy_names
 
-    from ._plugins import load_policy_plugins
-
     policies, scenarios = _names(args.policies), _names(args.scenarios)
     if not policies or not scenarios:
         raise ValueError("give at least one policy and one scenario")
@@ -56,7 +54,6 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError("--episodes must be >= 1 and --seed >= 0")
     for sc in scenarios:
         get_scenario(sc)
-    load_policy_plugins()
     known = set(policy_names()) | {"optimum"}
     unknown = [p for p in policies if p not in known]
     if unknown:

@@ -43,14 +43,11 @@ def run(args: argparse.Namespace) -> int:
     from evgrid_core.policies import make_policy
     from evgrid_core.rollout import run_episode
 
-    from ._plugins import load_policy_plugins
-
     if args.episodes < 1:
         raise ValueError("--episodes must be at least 1")
     if args.seed < 0:
         raise ValueError("--seed must be non-negative")
     get_scenario(args.scenario)
-    load_policy_plugins()
     kwargs = {"model_path": args.model} if args.model else {}
     policy = make_policy(args.policy, **kwargs)
     seeds = list(range(args.seed, args.seed + args.episodes))

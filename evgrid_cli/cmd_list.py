@@ -13,11 +13,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from evgrid_core import SCENARIOS
-    from evgrid_core.policies import ADVERSARIAL, describe_policy, policy_names
+    from evgrid_core.policies import (
+        ADVERSARIAL,
+        describe_policy,
+        load_plugins,
+        policy_names,
+    )
 
-    from ._plugins import load_policy_plugins
-
-    load_policy_plugins()
     adversarial = {cls.name for cls in ADVERSARIAL}
     policies = [
         {
@@ -27,6 +29,11 @@ def run(args: argparse.Namespace) -> int:
         }
         for n in policy_names()
     ]
+    skipped = [
+        {"name": p.name, "module": p.module, "error": p.error}
+        for p in load_plugins()
+        if p.error
+    ]
     scenarios = [
         {"name": s.name, "title": s.title, "start": f"{s.start_minute // 60:02d}:{s.start_minute % 60:02d}",
          "ticks": s.n_ticks, "description": s.description}
@@ -35,12 +42,15 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         import json
 
-        print(json.dumps({"policies": policies, "scenarios": scenarios}, indent=2))
+        out = {"policies": policies, "skipped_plugins": skipped, "scenarios": scenarios}
+        print(json.dumps(out, indent=2))
         return 0
     print("Policies")
     for p in policies:
         tag = " [adversarial]" if p["kind"] == "adversarial" else ""
         print(f"  {p['name']:<22}{p['description']}{tag}")
+    for p in skipped:
+        print(f"  {p['name']:<22}[not loaded: {p['error']}]")
     print("\nScenarios")
     for s in scenarios:
         print(

@@ -11,6 +11,7 @@ import argparse
 import importlib
 import pkgutil
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 ORDER = (
@@ -43,16 +44,35 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in _commands():
-        mod = importlib.import_module(f"evgrid_cli.cmd_{name}")
+        try:
+            mod = importlib.import_module(f"evgrid_cli.cmd_{name}")
+        except ModuleNotFoundError as e:
+            # A command whose package this install lacks (the server's image has no
+            # training) is listed as such; the other commands still work.
+            missing = (e.name or "").split(".")[0]
+            if missing in ("", "evgrid_cli"):
+                raise
+            p = sub.add_parser(name, help=f"(not installed here: {missing})")
+            p.set_defaults(_run=_not_installed(name, missing), _any_arguments=True)
+            continue
         p = sub.add_parser(name, help=mod.HELP, description=mod.HELP)
         mod.add_arguments(p)
         p.set_defaults(_run=mod.run)
     return parser
 
 
+def _not_installed(command: str, package: str) -> Callable[[argparse.Namespace], int]:
+    def run(args: argparse.Namespace) -> int:
+        raise ValueError(f"{command} needs the {package} package, not installed here")
+
+    return run
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra and not getattr(args, "_any_arguments", False):
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
     if not getattr(args, "_run", None):
         parser.print_help()
         return 2

@@ -1,13 +1,21 @@
 """Policies behind one interface: the baseline ladder and the adversarial set.
 
 A policy maps an ``Observation`` to an action (typed, or one text line, as the
-LLM Oracle answers). ``make_policy(name)`` builds any registered policy; other
-layers (the Oracle) register theirs with ``register_policy``.
+LLM Oracle answers). ``make_policy(name)`` builds any registered policy. Policies
+that live above the core (the Oracle) are plugins: a module that calls
+``register_policy`` when imported, named in the ``evgrid.policies`` entry-point
+group; ``load_plugins`` imports them the first time a name is not found here.
 """
 
 from __future__ import annotations
 
+import importlib
+import threading
+import tomllib
 from collections.abc import Callable
+from dataclasses import dataclass
+from importlib.metadata import entry_points
+from pathlib import Path
 from typing import Protocol
 
 import numpy as np
@@ -294,18 +302,93 @@ def register_policy(
 
 
 def policy_names() -> list[str]:
+    """Every policy there is: the core's, then the plugins' (loaded first)."""
+    load_plugins()
     return list(_REGISTRY)
 
 
 def describe_policy(name: str) -> str:
+    if name not in _DESCRIPTIONS:
+        load_plugins()
     return _DESCRIPTIONS.get(name, "")
 
 
 def make_policy(name: str, **kwargs: object) -> Policy:
+    if name not in _REGISTRY:
+        load_plugins()
     try:
         factory = _REGISTRY[name]
     except KeyError:
+        skipped = "; ".join(
+            f"plugin {p.name} ({p.module}) not loaded: {p.error}"
+            for p in load_plugins()
+            if p.error
+        )
         raise ValueError(
             f"unknown policy {name!r}; choose one of: {', '.join(_REGISTRY)}"
+            + (f" ({skipped})" if skipped else "")
         ) from None
     return factory(**kwargs)
+
+
+# --- Plugins: policies registered by layers above the core ---------------------------
+PLUGIN_GROUP = "evgrid.policies"  # entry points: name = "module that registers it"
+_CHECKOUT_PYPROJECT = Path(__file__).resolve().parents[1] / "pyproject.toml"
+
+
+@dataclass(frozen=True)
+class Plugin:
+    """One entry of ``PLUGIN_GROUP`` and what importing it did."""
+
+    name: str  # the entry point's name, e.g. "oracle"
+    module: str  # importing it registers the policy, e.g. "oracle.policy"
+    error: str = ""  # why it was skipped (its ImportError); "" when loaded
+
+
+def plugin_modules() -> dict[str, str]:
+    """name -> module of every policy plugin, sorted by name.
+
+    The installed entry points of ``PLUGIN_GROUP``, and those the source checkout's
+    ``pyproject.toml`` declares: the same table read directly, so a checkout run
+    without ``pip install -e .`` since a plugin was added still finds it.
+    """
+    found = {ep.name: ep.module for ep in entry_points(group=PLUGIN_GROUP)}
+    if _CHECKOUT_PYPROJECT.is_file():
+        with _CHECKOUT_PYPROJECT.open("rb") as f:
+            project = tomllib.load(f).get("project", {})
+        for name, value in (
+            project.get("entry-points", {}).get(PLUGIN_GROUP, {}).items()
+        ):
+            found.setdefault(name, value.partition(":")[0].strip())
+    return dict(sorted(found.items()))
+
+
+_plugins: tuple[Plugin, ...] | None = None
+_plugins_lock = threading.RLock()
+
+
+def load_plugins() -> tuple[Plugin, ...]:
+    """Import every policy plugin, once; later calls answer the same.
+
+    A plugin whose import raises ImportError (a missing package) is skipped and
+    its reason kept in ``Plugin.error``; any other error is a bug and propagates.
+    """
+    global _plugins
+    with _plugins_lock:
+        if _plugins is None:
+            _plugins = ()  # a plugin that asks for the registry as it loads sees none
+            try:
+                _plugins = tuple(_load(n, m) for n, m in plugin_modules().items())
+            except BaseException:
+                # Not left half-loaded: the next call tries (and fails) again.
+                _plugins = None
+                raise
+        return _plugins
+
+
+def _load(name: str, module: str) -> Plugin:
+    try:
+        importlib.import_module(module)
+    except ImportError as e:
+        return Plugin(name, module, f"{type(e).__name__}: {e}")
+    return Plugin(name, module)

@@ -35,7 +35,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--policy",
         default="greedy_eta",
-        help=f"one of: {', '.join(policy_names())}, oracle",
+        help=f"one of: {', '.join(policy_names())}",
     )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument(

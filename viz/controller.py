@@ -65,16 +65,8 @@ class ManualChoice:
 
 
 def build_policy(name: str, model_path: str | None = None):  # noqa: ANN201
-    """``make_policy`` with the Oracle registered on demand and given ``model_path``."""
-    if name == "oracle" and "oracle" not in policy_names():
-        try:
-            import oracle.policy  # noqa: F401  (registers "oracle")
-        except ImportError as e:
-            raise ValueError(
-                "policy 'oracle' needs the oracle package and its extra: "
-                "pip install -e '.[oracle]' (bash scripts/setup.sh test builds it)"
-                f" ({e})"
-            ) from e
+    """``make_policy`` (the core's registry, plugins such as the Oracle included),
+    with ``model_path`` given to the Oracle."""
     # --model names the Oracle's GGUF: no other policy gets it (distilled reads its
     # own committed trees).
     kwargs = {"model_path": model_path} if model_path and name == "oracle" else {}

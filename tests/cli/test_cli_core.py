@@ -20,6 +20,7 @@ def test_list_names_policies_and_scenarios() -> None:
     out = json.loads(evgrid("list", "--json").stdout)
     names = {p["name"] for p in out["policies"]}
     assert {"greedy_eta", "random_valid", "always_invalid"} <= names
+    assert "oracle" in names and out["skipped_plugins"] == []  # the registry's plugin
     assert {s["name"] for s in out["scenarios"]} >= {
         "evening_peak",
         "feeder_fault",
@@ -77,3 +78,19 @@ def test_bench_json_reports_every_figure() -> None:
     for key in ("ticks_per_s_core", "decisions_per_s_core", "ticks_per_s_with_policy", "reset_ms",
                 "episode_peak_python_mb"):  # fmt: skip
         assert out[key] > 0, key
+
+
+def test_a_command_whose_package_is_missing_fails_alone() -> None:
+    """The server's image has no ``training``: every other command still works."""
+    code = (
+        "import sys; sys.modules['training'] = None;"  # as if not installed
+        "from evgrid_cli.main import main; sys.exit(main(sys.argv[1:]))"
+    )
+    run = [sys.executable, "-c", code]
+    assert subprocess.run([*run, "list"], capture_output=True).returncode == 0
+    res = subprocess.run(
+        [*run, "train", "--config", "cpu-smoke"], capture_output=True, text=True
+    )
+    assert res.returncode == 2 and res.stderr == (
+        "evgrid train: error: train needs the training package, not installed here\n"
+    )

@@ -87,3 +87,17 @@ def test_cli_rejects_unknown_preset_and_stage(capsys):
     assert "no config" in capsys.readouterr().err
     assert evgrid(["train", "--stages", "sft,bake", "--dry-run"]) == 2
     assert "bake" in capsys.readouterr().err
+
+
+def test_python_m_training_is_the_same_command(capsys):
+    """``python3 -m training`` runs ``training.cli``, the module ``evgrid train`` names."""
+    from training.cli import main
+
+    assert main(["--config", "cpu-smoke", "--dry-run"]) == 0
+    assert evgrid(["train", "--config", "cpu-smoke", "--dry-run"]) == 0
+    first, second = capsys.readouterr().out.split("evgrid train: preset")[1:]
+    assert first == second
+    assert main(["--stages", "sft,bake", "--dry-run"]) == 2
+    assert "python3 -m training: error: unknown stage(s) ['bake']" in (
+        capsys.readouterr().err
+    )

@@ -7,7 +7,7 @@ gym = pytest.importorskip("gymnasium")
 
 from gymnasium.utils.env_checker import check_env  # noqa: E402
 
-from evgrid_core.gym_env import N_ACTIONS, EVGridGymEnv, decode_action  # noqa: E402
+from evgrid_gym import N_ACTIONS, EVGridGymEnv, decode_action  # noqa: E402
 
 
 def test_check_env_passes() -> None:

@@ -1,7 +1,7 @@
-"""A Gymnasium wrapper over the same core, for SB3 / RLlib users.
+"""The Gymnasium wrapper over the core, for SB3 / RLlib users.
 
-Import this module explicitly (``from evgrid_core.gym_env import EVGridGymEnv``);
-``import evgrid_core`` does not load gymnasium.
+Its own package so the core stays pure: ``from evgrid_gym import EVGridGymEnv``
+needs gymnasium (the ``gym`` extra); ``import evgrid_core`` never loads it.
 
 Actions are one ``Discrete`` index: ROUTE (station x kind), then DEFER (minutes),
 then LOAD_SHIFT (station x cap x minutes). ``action_masks()`` (the MaskablePPO
@@ -22,19 +22,19 @@ except ImportError as e:  # pragma: no cover - exercised only without gymnasium
         "the Gymnasium wrapper needs gymnasium: pip install 'ev-grid-oracle[gym]'"
     ) from e
 
-from .actions import (
+from evgrid_core import (
+    DEFAULT_SCENARIO,
     DEFER_MINUTES,
     SHIFT_CAP_PCT,
     SHIFT_MINUTES,
     ChargerKind,
     Defer,
+    EVGridEnv,
     LoadShift,
+    Observation,
     Route,
+    SimConfig,
 )
-from .config import SimConfig
-from .env import EVGridEnv
-from .observation import Observation
-from .scenarios import DEFAULT_SCENARIO
 
 N_STATIONS, N_KINDS, N_FEEDERS = 25, 3, 6
 N_ROUTE = N_STATIONS * N_KINDS

@@ -1,0 +1,23 @@
+"""The Gymnasium wrapper over the core: ``EVGridGymEnv`` with action masks.
+
+Importing this package needs gymnasium (``pip install 'ev-grid-oracle[gym]'``); it
+registers nothing with Gymnasium: build the env directly, ``EVGridGymEnv(scenario)``.
+"""
+
+from .env import (
+    N_ACTIONS,
+    OBS_SIZE,
+    EVGridGymEnv,
+    action_mask,
+    decode_action,
+    encode_observation,
+)
+
+__all__ = [
+    "N_ACTIONS",
+    "OBS_SIZE",
+    "EVGridGymEnv",
+    "action_mask",
+    "decode_action",
+    "encode_observation",
+]
