@@ -27,6 +27,7 @@ import numpy as np
 from openenv.core import GenericEnvClient
 
 # Loaded before any timing: importing OpenEnv takes seconds.
+from evgrid_core import ChargerKind, Defer, Route, format_action
 from evgrid_openenv.client import EVGridClient
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -166,10 +167,8 @@ def choose(obs) -> str:
     for s, kinds in enumerate(obs.grid.route_mask):
         for k, ok in enumerate(kinds):
             if ok:
-                return f"ROUTE E{req.id} S{s + 1} {('SLOW', 'FAST', 'ULTRA')[k]}"
-    return (
-        f"DEFER E{req.id} {obs.grid.defer_options[0] if obs.grid.defer_options else 5}"
-    )
+                return format_action(Route(req.id, s + 1, ChargerKind(k)))
+    return format_action(Defer(req.id, (obs.grid.defer_options or [5])[0]))
 
 
 async def trivial_session(url: str, seed: int, steps: int, scenario: str) -> tuple:

@@ -41,6 +41,7 @@ from server_load import choose, free_port, start  # the load benchmark's helpers
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
+from evgrid_core import ChargerKind, Defer, Route, format_action
 from evgrid_openenv.client import EVGridClient
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -186,8 +187,8 @@ def choose_from_frame(obs: dict) -> str:
     for s, kinds in enumerate(grid["route_mask"]):
         for k, ok in enumerate(kinds):
             if ok:
-                return f"ROUTE E{req['id']} S{s + 1} {('SLOW', 'FAST', 'ULTRA')[k]}"
-    return f"DEFER E{req['id']} {(grid['defer_options'] or [5])[0]}"
+                return format_action(Route(req["id"], s + 1, ChargerKind(k)))
+    return format_action(Defer(req["id"], (grid["defer_options"] or [5])[0]))
 
 
 async def side_attacks(url: str, stop: float, tally: Counter) -> None:

@@ -40,11 +40,14 @@ from evgrid_core import (
     ChargerKind,
     Defer,
     EVGridEnv,
+    LoadShift,
     Route,
     SimConfig,
     format_action,
+    parse_action,
     policies,
 )
+from evgrid_core.chargers import KIND_NAMES, N_KINDS
 from evgrid_core.trace import EpisodeTrace, episode_trace
 
 from .highs_solve import (
@@ -138,20 +141,21 @@ def build_model(trace: EpisodeTrace, config: SimConfig, opts: Options) -> Model:
         [opts.energy[o] for o in np.flatnonzero(has)] or [np.zeros(0)]
     )
     # Plugs per (station, kind, tick).
+    K = trace.plugs.shape[1]
     r1 = block(
         "plugs",
-        S * 3 * T,
-        np.full(S * 3 * T, -np.inf),
+        S * K * T,
+        np.full(S * K * T, -np.inf),
         np.repeat(trace.plugs.reshape(-1), T).astype(float),
     )
-    rows.append(r1 + (station[o_idx] * 3 + kind[o_idx]) * T + t_idx)
+    rows.append(r1 + (station[o_idx] * K + kind[o_idx]) * T + t_idx)
     cols.append(o_idx)
     vals.append(np.ones(len(o_idx)))
     # Station limits, only where the plugs together could exceed them.
     kw = np.array(opts.plug_kw)
     worst = np.zeros(S)
     for s in range(S):
-        for k in range(3):
+        for k in range(N_KINDS):
             on = (station == s) & (kind == k)
             worst[s] += trace.plugs[s, k] * (kw[on].max() if on.any() else 0.0)
     tight = np.flatnonzero(worst > trace.limit_kw + 1e-9)
@@ -185,7 +189,7 @@ def build_model(trace: EpisodeTrace, config: SimConfig, opts: Options) -> Model:
     cols += [o_idx, soft_col]
     vals += [e_val / dt_h, -np.ones(F * T)]
     slack_row = r + np.arange(F * T)
-    # world.feeder_protection sheds EV load above max(0, capacity - background); the
+    # grid.feeder_protection sheds EV load above max(0, capacity - background); the
     # tight-feeder test checks that a plan breaks this row exactly when the env sheds.
     headroom = np.maximum(0.0, cap - bg - FEEDER_MARGIN_KW)
     r = block("feeder_capacity", F * T, np.full(F * T, -np.inf), headroom.T.reshape(-1))
@@ -266,7 +270,7 @@ def replay(
     nxt = dict.fromkeys(plan, 0)
     refused = 0
     while not env.done:
-        ev = env.world.pending[0] + 1  # the request being decided
+        ev = env.request_id  # the request being decided
         steps = plan.get(ev, [])
         action = steps[nxt[ev]] if nxt.get(ev, 0) < len(steps) else "NO_PLAN"
         nxt[ev] = nxt.get(ev, 0) + 1
@@ -328,13 +332,20 @@ class OptimumResult:
     def summary(self) -> dict[str, Any]:
         d = {k: v for k, v in self.__dict__.items() if k not in ("env", "plan")}
         d["plan_actions"] = sum(len(v) for v in self.plan.values())
-        words = [
-            a.split()[0] if not a.startswith("ROUTE") else a.split()[-1]
-            for v in self.plan.values()
-            for a in v
-        ]
+        words = [_mix_word(a) for v in self.plan.values() for a in v]
         d["plan_mix"] = {w: words.count(w) for w in sorted(set(words))}
         return d
+
+
+def _mix_word(line: str) -> str:
+    """A plan step's kind in ``plan_mix``: the charger kind of a ROUTE, else its verb
+    (or, for an answer that is not an action, such as ``INVALID_ANSWER``, itself)."""
+    action = parse_action(line)
+    if isinstance(action, Route):
+        return KIND_NAMES[action.kind]
+    if isinstance(action, Defer):
+        return "DEFER"
+    return "LOAD_SHIFT" if isinstance(action, LoadShift) else line
 
 
 def reported_status(

@@ -34,14 +34,11 @@ import numpy as np
 
 from evgrid_core import SimConfig
 from evgrid_core.actions import DEFER_MINUTES
-from evgrid_core.city import vehicle_kw
-from evgrid_core.trace import (
-    EpisodeTrace,
-    session_energy,
-    travel_minutes,
-    travel_ticks,
-    unmet_after,
-)
+from evgrid_core.chargers import N_KINDS
+from evgrid_core.charging import plug_kw, session_energy, unmet_after
+from evgrid_core.reward import defer_abuse_count, fossil_kwh
+from evgrid_core.tables import reachable, travel_ticks
+from evgrid_core.trace import EpisodeTrace, travel_minutes
 from evgrid_core.world import give_up_tick
 
 STRAND = -1  # station index of the "invalid answer" option
@@ -81,12 +78,6 @@ def defer_plans(max_defers: int, limit_min: int) -> dict[int, tuple[int, ...]]:
     return dict(sorted(best.items()))
 
 
-def plug_kw(trace: EpisodeTrace, ev: int, kind: int) -> float:
-    """[kW] min(charger, vehicle) as the world sets it on plug-in (0 = cannot)."""
-    vehicle = vehicle_kw(kind, trace.max_ac_kw[ev], trace.max_dc_kw[ev])
-    return float(min(trace.charger_kw[kind], vehicle))
-
-
 def build_options(
     trace: EpisodeTrace,
     config: SimConfig,
@@ -98,6 +89,7 @@ def build_options(
     w = config.weights
     tm, T = config.tick_minutes, trace.n_ticks
     plans = defer_plans(config.max_defers, max_defer_min)
+    fossil_per_kwh = fossil_kwh(1.0, trace.renewable_share)  # (T,) [kWh/kWh]
     opts = Options()
     for i in range(trace.n_evs):
         r = int(trace.ev_tick[i])
@@ -121,8 +113,8 @@ def build_options(
         gives_up: tuple | None = None  # the cheapest option it gives up on the way
         node = int(trace.node[i])
         range_km = float(trace.soc[i] * trace.battery_kwh[i] * trace.km_per_kwh[i])
-        for k in range(3):
-            kw = plug_kw(trace, i, k)
+        for k in range(N_KINDS):
+            kw = float(plug_kw(k, trace.max_ac_kw[i], trace.max_dc_kw[i]))
             if kw <= 0:
                 continue
             has = np.flatnonzero(trace.plugs[:, k] > 0)
@@ -138,6 +130,9 @@ def build_options(
                 session = partial(session_energy, config, soc=soc0, target=target,
                                   battery_kwh=battery, plug_kw=kw, kind=k)  # fmt: skip
                 full = session(max_ticks=T)
+                unmet = partial(unmet_after, config, soc=soc0, target=target,
+                                battery_kwh=battery)  # fmt: skip
+                owed_after = unmet(energies=full)  # [kWh] if it ends after n ticks
                 for dmin, seq in plans.items():
                     if dmin > trace.patience_min[i]:
                         break
@@ -145,16 +140,13 @@ def build_options(
                     if d >= T:
                         break
                     minutes = travel_minutes(trace, i, s, d)
-                    if minutes > config.max_travel_minutes:
-                        continue
                     a = d + travel_ticks(minutes, tm)
-                    if not trace.station_open[d, s]:
-                        continue
-                    if a < T and not trace.station_open[a, s]:
-                        continue  # closed at arrival: the env refuses the ROUTE
-                    n = len(seq)
+                    open_on_arrival = a >= T or trace.station_open[a, s]
+                    if not reachable(minutes, trace.station_open[d, s],
+                                     open_on_arrival, config.max_travel_minutes):  # fmt: skip
+                        continue  # the env refuses the ROUTE
                     wait = w.wait * (dmin + (a - d) * tm)
-                    abuse = w.defer_abuse * n * (n - 1) / 2
+                    abuse = w.defer_abuse * defer_abuse_count(len(seq))
                     if min(a, T) > give_up:  # patience ends on the way: it gives up
                         if gives_up is None or wait + abuse < gives_up[0]:
                             gives_up = (wait + abuse, wait, abuse, s, k, seq, d, a)
@@ -162,22 +154,22 @@ def build_options(
                     n_ch = max(0, min(len(full), T - a))
                     e = np.array(full[:n_ch])
                     dark = ~trace.station_open[a : a + n_ch, s]
+                    owed = owed_after[n_ch]
                     if dark.any():  # the station goes dark mid-session: recompute
                         e = np.array(
                             session(max_ticks=T - a, is_open=trace.station_open[a:, s])
                         )
                         n_ch = len(e)
+                        owed = unmet(energies=e.tolist())[-1]
                     parts = {
                         "wait": wait,
                         "defer_abuse": abuse,
                         "cost": w.cost * float(e @ trace.tariff_inr[a : a + n_ch]),
                         "renewable": w.renewable
-                        * float(e @ (1.0 - trace.renewable_share[a : a + n_ch])),
+                        * float(e @ fossil_per_kwh[a : a + n_ch]),
                         "urgency": urgency if deadline < tm * min(a, T) else 0.0,
-                        "unmet": w.unmet
-                        * unmet_after(config, soc=soc0, target=target, battery_kwh=battery,
-                                      energies=e.tolist()),
-                    }  # fmt: skip
+                        "unmet": w.unmet * owed,
+                    }
                     opts.add(
                         ev=i,
                         station=s,

@@ -18,6 +18,7 @@ from .actions import (
     format_action,
     parse_action,
 )
+from .chargers import CHARGERS, ChargerSpec
 from .city import City, Feeder, Station, load_city
 from .config import REWARD_KEYS, RewardWeights, SimConfig
 from .env import EpisodeOverError, EVGridEnv, StepResult
@@ -28,11 +29,13 @@ from .scenarios import DEFAULT_SCENARIO, SCENARIOS, Scenario, get_scenario
 
 __all__ = [
     "ACTION_SYNTAX",
+    "CHARGERS",
     "DEFER_MINUTES",
     "SHIFT_CAP_PCT",
     "SHIFT_MINUTES",
     "Action",
     "ChargerKind",
+    "ChargerSpec",
     "City",
     "DEFAULT_SCENARIO",
     "Defer",

@@ -15,25 +15,15 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from enum import IntEnum
+
+from .chargers import KIND_NAMES, ChargerKind
 
 # --- Vocabulary -------------------------------------------------------------
-
-
-class ChargerKind(IntEnum):
-    """The three charger kinds; the value indexes per-kind arrays."""
-
-    SLOW = 0  # 7 kW AC (Type-2)
-    FAST = 1  # 30 kW DC (CCS2)
-    ULTRA = 2  # 150 kW DC (CCS2)
-
-
-KIND_NAMES: tuple[str, ...] = tuple(k.name for k in ChargerKind)
+# The charger kinds (ROUTE's last word) are the rows of ``chargers.CHARGERS``.
 DEFER_MINUTES: tuple[int, ...] = (5, 10, 15, 20, 30, 45, 60)  # [min]
 assert list(DEFER_MINUTES) == sorted(set(DEFER_MINUTES))  # rules.defer_options
 SHIFT_CAP_PCT: tuple[int, ...] = (25, 50, 75)  # [% of station limit]
 SHIFT_MINUTES: tuple[int, ...] = (15, 30, 45, 60)  # [min]
-MAX_ID = 9999  # ids are 1..9999 written without leading zeros
 
 # --- Typed actions ------------------------------------------------------------
 

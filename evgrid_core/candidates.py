@@ -18,14 +18,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from .actions import Action, ChargerKind, Defer, Route, format_action
-from .city import CHARGER_KW
+from .config import DEFAULTS
 from .observation import Observation
-from .policies import TYPICAL_SESSION_MIN, _vehicle_kw, charge_minutes, expected_wait
+from .policies import TYPICAL_SESSION_MIN, _plug_kw, charge_minutes, expected_wait
 
 NA = -1.0  # a feature that does not apply to this candidate
-CHARGE_EFFICIENCY = (
-    0.92  # [0-1] as the policies' estimates assume (policies.charge_minutes)
-)
 
 # The request's and the tick's numbers: the same for every candidate of a decision.
 CONTEXT_FEATURES = (
@@ -121,7 +118,7 @@ def candidates(obs: Observation) -> Candidates:
     n = n_route + len(defers)
     X = np.full((n, len(FEATURES)), NA)
 
-    kw_kind = np.minimum(CHARGER_KW, _vehicle_kw(r))  # (3,)
+    kw_kind = _plug_kw(r)  # (K,)
     travel = obs.travel_min[st]
     wait = expected_wait(obs)[st, kd]
     spare = (obs.plugs - obs.busy - obs.queue - obs.inbound)[st, kd]
@@ -203,7 +200,9 @@ def candidates(obs: Observation) -> Candidates:
             ("shifted", obs.shifted[st].astype(float)),
             (
                 "energy_cost_inr",
-                np.full(n_route, need_kwh / CHARGE_EFFICIENCY * obs.tariff_inr),
+                np.full(
+                    n_route, need_kwh / DEFAULTS.charge_efficiency * obs.tariff_inr
+                ),
             ),
         ):
             X[rows, c[name]] = values

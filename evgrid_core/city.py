@@ -17,21 +17,9 @@ from pathlib import Path
 import networkx as nx
 import numpy as np
 
+from .chargers import N_KINDS
+
 DATA = Path(__file__).parent / "data"
-
-# --- Chargers -------------------------------------------------------------------
-CHARGER_KW = np.array(
-    [7.0, 30.0, 150.0]
-)  # [kW] SLOW 7 kW AC, FAST 30 kW DC, ULTRA 150 kW DC
-# 7.2-7.4 kW single-phase AC is typical for cars; CCS2 DC 25-60 kW in the city,
-# 120-150 kW on highway plans [V] (NITI e-AMRIT; BESCOM NH-48 plan, Moneycontrol 2023-05-29).
-CHARGER_DC = (False, True, True)  # SLOW is AC; FAST and ULTRA are DC
-
-
-def vehicle_kw(kind: int, max_ac_kw: float, max_dc_kw: float) -> float:
-    """[kW] the most an EV takes from a charger of ``kind``: 0 = it cannot use it."""
-    return max_dc_kw if CHARGER_DC[kind] else max_ac_kw
-
 
 # --- Stations ---------------------------------------------------------------------
 
@@ -46,7 +34,7 @@ class Station:
     lat: float  # [deg]
     lon: float  # [deg]
     feeder: int  # index into FEEDERS
-    plugs: tuple[int, int, int]  # plugs per kind (SLOW, FAST, ULTRA)
+    plugs: tuple[int, ...]  # plugs per charger kind (chargers.CHARGERS' order)
     limit_kw: float  # [kW] sanctioned connection limit shared by all plugs
     open_hour: int  # [h] opens at (0 = always open)
     close_hour: int  # [h] closes at (24 = always open)
@@ -56,7 +44,8 @@ class Station:
         return self.open_hour <= hour < self.close_hour
 
 
-# (id, short name, locality node, slow, fast, ultra, limit kW, feeder, open, close)
+# (id, short name, locality node, plugs per kind (SLOW, FAST, ULTRA), limit kW,
+# feeder, open, close)
 # Charger mix and limits [A]: BESCOM-type sites are mostly AC with a couple of DC
 # units on an LT connection up to 150 kW [V] (KERC order 1-Aug-2024); hubs at IT
 # parks and transit points have 150 kW DC on a 500 kVA transformer or HT [A]
@@ -66,31 +55,31 @@ class Station:
 # hubs are assumed 24x7 [A]. The airport hub's 20 points are scaled to 16 plugs
 # and its 400 kW is its limit [V] (Hindustan Times: 400 kW, 20 fast points).
 _STATIONS = (
-    (1, "Majestic", "Majestic (Kempegowda Bus Stn / KSR)", 6, 4, 2, 400, 0, 0, 24),
-    (2, "BESCOM HQ", "KR Circle (BESCOM Corporate Office)", 4, 2, 0, 100, 0, 6, 22),
-    (3, "MG Road", "MG Road", 4, 4, 1, 250, 0, 0, 24),
-    (4, "Shantinagar", "Shantinagar (TTMC)", 6, 2, 0, 120, 5, 6, 22),
-    (5, "Koramangala", "Koramangala", 4, 4, 2, 400, 2, 0, 24),
-    (6, "Indiranagar", "Indiranagar", 4, 2, 1, 200, 1, 0, 24),
-    (7, "Manyata", "Nagawara (Manyata Tech Park)", 6, 4, 2, 400, 3, 0, 24),
-    (8, "BTM Layout", "BTM Layout", 4, 2, 0, 100, 2, 6, 22),
-    (9, "HSR Layout", "HSR Layout", 4, 4, 1, 250, 2, 0, 24),
-    (10, "Bellandur", "Bellandur", 4, 4, 2, 400, 2, 0, 24),
-    (11, "Marathahalli", "Marathahalli", 4, 4, 1, 250, 1, 0, 24),
-    (12, "Whitefield", "Whitefield (ITPL/TTMC)", 6, 4, 2, 400, 1, 0, 24),
-    (13, "Mahadevapura", "Mahadevapura", 4, 2, 0, 100, 1, 6, 22),
-    (14, "KR Puram", "KR Puram", 4, 2, 1, 200, 1, 0, 24),
-    (15, "Banaswadi", "Banaswadi", 4, 2, 0, 100, 3, 6, 22),
-    (16, "Hebbal", "Hebbal", 4, 4, 2, 400, 3, 0, 24),
-    (17, "Yelahanka", "Yelahanka", 4, 2, 0, 100, 3, 6, 22),
-    (18, "Airport", "Kempegowda Intl Airport (Devanahalli)", 4, 10, 2, 400, 3, 0, 24),
-    (19, "Malleshwaram", "Malleshwaram", 4, 2, 0, 100, 0, 6, 22),
-    (20, "Yeshwanthpur", "Yeshwanthpur (TTMC)", 6, 2, 1, 200, 4, 0, 24),
-    (21, "Peenya", "Peenya", 4, 4, 1, 250, 4, 0, 24),
-    (22, "Rajajinagar", "Rajajinagar", 4, 2, 0, 100, 4, 6, 22),
-    (23, "Vijayanagar", "Vijayanagar (TTMC)", 6, 2, 0, 120, 5, 6, 22),
-    (24, "Jayanagar", "Jayanagar (4th Block TTMC)", 4, 4, 1, 250, 5, 0, 24),
-    (25, "Electronic City", "Electronic City", 4, 4, 2, 400, 2, 0, 24),
+    (1, "Majestic", "Majestic (Kempegowda Bus Stn / KSR)", (6, 4, 2), 400, 0, 0, 24),
+    (2, "BESCOM HQ", "KR Circle (BESCOM Corporate Office)", (4, 2, 0), 100, 0, 6, 22),
+    (3, "MG Road", "MG Road", (4, 4, 1), 250, 0, 0, 24),
+    (4, "Shantinagar", "Shantinagar (TTMC)", (6, 2, 0), 120, 5, 6, 22),
+    (5, "Koramangala", "Koramangala", (4, 4, 2), 400, 2, 0, 24),
+    (6, "Indiranagar", "Indiranagar", (4, 2, 1), 200, 1, 0, 24),
+    (7, "Manyata", "Nagawara (Manyata Tech Park)", (6, 4, 2), 400, 3, 0, 24),
+    (8, "BTM Layout", "BTM Layout", (4, 2, 0), 100, 2, 6, 22),
+    (9, "HSR Layout", "HSR Layout", (4, 4, 1), 250, 2, 0, 24),
+    (10, "Bellandur", "Bellandur", (4, 4, 2), 400, 2, 0, 24),
+    (11, "Marathahalli", "Marathahalli", (4, 4, 1), 250, 1, 0, 24),
+    (12, "Whitefield", "Whitefield (ITPL/TTMC)", (6, 4, 2), 400, 1, 0, 24),
+    (13, "Mahadevapura", "Mahadevapura", (4, 2, 0), 100, 1, 6, 22),
+    (14, "KR Puram", "KR Puram", (4, 2, 1), 200, 1, 0, 24),
+    (15, "Banaswadi", "Banaswadi", (4, 2, 0), 100, 3, 6, 22),
+    (16, "Hebbal", "Hebbal", (4, 4, 2), 400, 3, 0, 24),
+    (17, "Yelahanka", "Yelahanka", (4, 2, 0), 100, 3, 6, 22),
+    (18, "Airport", "Kempegowda Intl Airport (Devanahalli)", (4, 10, 2), 400, 3, 0, 24),
+    (19, "Malleshwaram", "Malleshwaram", (4, 2, 0), 100, 0, 6, 22),
+    (20, "Yeshwanthpur", "Yeshwanthpur (TTMC)", (6, 2, 1), 200, 4, 0, 24),
+    (21, "Peenya", "Peenya", (4, 4, 1), 250, 4, 0, 24),
+    (22, "Rajajinagar", "Rajajinagar", (4, 2, 0), 100, 4, 6, 22),
+    (23, "Vijayanagar", "Vijayanagar (TTMC)", (6, 2, 0), 120, 5, 6, 22),
+    (24, "Jayanagar", "Jayanagar (4th Block TTMC)", (4, 4, 1), 250, 5, 0, 24),
+    (25, "Electronic City", "Electronic City", (4, 4, 2), 400, 2, 0, 24),
 )
 
 # --- Feeders --------------------------------------------------------------------
@@ -169,9 +158,13 @@ def load_city() -> City:
             e["from"], e["to"], km=float(e["road_km_est"]), corridor=e["corridor"]
         )
     stations = tuple(
-        Station(sid, short, node, *coords[node], feeder, (s, f, u), float(lim), op, cl)
-        for sid, short, node, s, f, u, lim, feeder, op, cl in _STATIONS
+        Station(sid, short, node, *coords[node], feeder, plugs, float(lim), op, cl)
+        for sid, short, node, plugs, lim, feeder, op, cl in _STATIONS
     )
+    if any(len(st.plugs) != N_KINDS for st in stations):
+        raise ValueError(
+            f"every station needs a plug count per charger kind ({N_KINDS})"
+        )
     nodes = tuple(coords)
     dist = dict(nx.all_pairs_dijkstra_path_length(graph, weight="km"))
     road_km = np.array(

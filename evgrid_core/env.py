@@ -7,6 +7,9 @@ next tick that has a request. Invalid actions strand their EV, so every step
 either settles a request or is one of at most ``max_load_shifts_per_tick`` valid
 LOAD_SHIFTs, and each EV can be deferred at most ``max_defers`` times: an episode
 always ends within a bounded number of steps.
+
+Front ends ask the env (``validate``, ``city``, ``tick``, ``request_id``,
+``started``, ``state``), not its ``world``: the world's layout is the core's own.
 """
 
 from __future__ import annotations
@@ -26,13 +29,16 @@ from .actions import (
     format_action,
     parse_action,
 )
-from .config import REWARD_KEYS, SimConfig
+from .city import City, load_city
+from .config import SimConfig
 from .fleet import CLASS_NAMES, ORIGIN_WEIGHT, Arrivals, draw_arrivals
 from .kpis import KPITracker
 from .observation import Observation, build_observation, render_text
+from .reward import zero_parts
 from .rules import validate_action
 from .scenarios import DEFAULT_SCENARIO, Scenario, get_scenario
-from .world import World, scenario_tables
+from .tables import scenario_tables
+from .world import World
 
 
 class EpisodeOverError(RuntimeError):
@@ -99,8 +105,7 @@ class EVGridEnv:
         self.steps = 0
         self.done = False
         self.last_info: dict[str, Any] = {}
-        parts = dict.fromkeys(REWARD_KEYS, 0.0)
-        self.world.advance(parts, self.kpis)  # to the first tick with a request
+        self.world.advance(zero_parts(), self.kpis)  # to the first tick with a request
         self.done = self.world.finished
         return self.observation()
 
@@ -123,11 +128,8 @@ class EVGridEnv:
             )
         text = action if isinstance(action, str) else getattr(action, "text", None)
         parsed = parse_action(action) if isinstance(action, str) else action
-        if isinstance(parsed, Invalid):
-            ok, reason = False, "; ".join(parsed.errors)
-        else:
-            ok, reason = validate_action(w, parsed)
-        parts = dict.fromkeys(REWARD_KEYS, 0.0)
+        ok, reason = self._judge(w, parsed)
+        parts = zero_parts()
         gave_up = w.gave_up_now
         gave_up.clear()
         # An invalid answer fails the request being decided (the first pending one).
@@ -164,7 +166,51 @@ class EVGridEnv:
         }
         return StepResult(reward, self.done, self.last_info)
 
+    def validate(self, action: Action | Invalid | str) -> tuple[bool, str]:
+        """Would ``step(action)`` accept it now? (ok, reason); reason is "" when ok.
+
+        Changes nothing: what a manual composer or a reward function asks first.
+        """
+        if not isinstance(action, STEP_TYPES):
+            raise TypeError(f"not an action: {type(action).__name__}")
+        w = self.world
+        if w is None:
+            raise EpisodeOverError("call reset() first")
+        return self._judge(
+            w, parse_action(action) if isinstance(action, str) else action
+        )
+
+    @staticmethod
+    def _judge(w: World, parsed: Action | Invalid) -> tuple[bool, str]:
+        if isinstance(parsed, Invalid):
+            return False, "; ".join(parsed.errors)
+        return validate_action(w, parsed)
+
     # --- Views ------------------------------------------------------------------------
+    @property
+    def started(self) -> bool:
+        """Whether ``reset`` has started an episode (it may have ended since)."""
+        return self.world is not None
+
+    @property
+    def city(self) -> City:
+        """The static city: stations, feeders, localities, roads (the same for
+        every scenario and episode)."""
+        return load_city()
+
+    @property
+    def tick(self) -> int:
+        """The current tick of the episode (``n_ticks`` once it has ended)."""
+        self._require()
+        return self.world.tick  # type: ignore[union-attr]
+
+    @property
+    def request_id(self) -> int | None:
+        """The id of the EV whose request is being decided (None when none is)."""
+        self._require()
+        pending = self.world.pending  # type: ignore[union-attr]
+        return pending[0] + 1 if pending else None
+
     def observation(self) -> Observation:
         """What the agent sees now: the request to decide and the city around it."""
         self._require()
@@ -184,25 +230,25 @@ class EVGridEnv:
         self._require()
         w = self.world
         assert w is not None and self.scenario is not None
-        city = w.tables.city
+        city, grid, fixed = w.tables.city, w.grid_now, w.evs
         evs = []
         for i in w.active_evs():
             evs.append(
                 {
                     "id": i + 1,
-                    "class": CLASS_NAMES[w.klass[i]],
+                    "class": CLASS_NAMES[fixed.klass[i]],
                     "status": w.status_name(i),
-                    "node": city.nodes[w.node[i]],
+                    "node": city.nodes[fixed.node[i]],
                     "soc": round(float(w.soc[i]), 4),
-                    "target": float(w.target[i]),
-                    "battery_kwh": float(w.battery[i]),
-                    "critical": bool(w.critical[i]),
+                    "target": float(fixed.target[i]),
+                    "battery_kwh": float(fixed.battery_kwh[i]),
+                    "critical": bool(fixed.critical[i]),
                     "station": int(w.station[i]) + 1 if w.station[i] >= 0 else None,
                     "kind": int(w.kind[i]) if w.kind[i] >= 0 else None,
                     "depart_minute": _minute(w.depart_minute[i]),
                     "arrive_minute": _minute(w.arrive_minute[i]),
                     "plug_minute": _minute(w.plug_minute[i]),
-                    "request_minute": float(w.request_minute[i]),
+                    "request_minute": float(fixed.request_minute[i]),
                 }
             )
         return {
@@ -214,7 +260,7 @@ class EVGridEnv:
             "clock": w.clock(),
             "done": self.done,
             "steps": self.steps,
-            "request": w.pending[0] + 1 if w.pending else None,
+            "request": self.request_id,
             "pending": [i + 1 for i in w.pending],
             "tariff_inr": w.tariff_now(),
             "renewable_share": w.renewable_now(),
@@ -239,10 +285,10 @@ class EVGridEnv:
                 {
                     "id": f.id,
                     "name": f.name,
-                    "capacity_kw": float(w.feeder_capacity[f.id - 1]),
-                    "background_kw": round(float(w.feeder_background[f.id - 1]), 3),
-                    "ev_kw": round(float(w.feeder_ev_kw[f.id - 1]), 3),
-                    "utilisation": round(float(w.feeder_util[f.id - 1]), 5),
+                    "capacity_kw": float(grid.capacity_kw[f.id - 1]),
+                    "background_kw": round(float(grid.background_kw[f.id - 1]), 3),
+                    "ev_kw": round(float(grid.ev_kw[f.id - 1]), 3),
+                    "utilisation": round(float(grid.utilisation[f.id - 1]), 5),
                 }
                 for f in city.feeders
             ],

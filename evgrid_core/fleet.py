@@ -10,6 +10,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .chargers import inlet_of
+
 # --- Vehicle classes ----------------------------------------------------------------
 
 
@@ -111,6 +113,34 @@ class Arrivals:
 
     def __len__(self) -> int:
         return len(self.tick)
+
+
+class EVLists:
+    """The episode's EVs as Python lists, for scalar look-ups on the hot path.
+
+    The same numbers as ``Arrivals`` (and request + deadline / patience as
+    minutes since the episode started): indexing a list costs a fraction of
+    indexing a numpy array, and a decision reads a dozen of these.
+    """
+
+    __slots__ = ("battery_kwh", "critical", "deadline_minute", "inlet", "klass",
+                 "km_per_kwh", "max_ac_kw", "max_dc_kw", "node", "patience_minute",
+                 "request_minute", "target")  # fmt: skip
+
+    def __init__(self, a: Arrivals) -> None:
+        self.klass: list[int] = a.klass.tolist()
+        self.node: list[int] = a.node.tolist()
+        self.battery_kwh: list[float] = a.battery_kwh.tolist()
+        self.target: list[float] = a.target.tolist()
+        self.max_ac_kw: list[float] = a.max_ac_kw.tolist()
+        self.max_dc_kw: list[float] = a.max_dc_kw.tolist()
+        self.km_per_kwh: list[float] = a.km_per_kwh.tolist()
+        self.critical: list[bool] = a.critical.tolist()
+        self.inlet: list[int] = inlet_of(a.max_ac_kw, a.max_dc_kw).tolist()
+        # [min since start] first request; plug in by (critical EVs); give up after
+        self.request_minute: list[float] = a.minute.tolist()
+        self.deadline_minute: list[float] = (a.minute + a.deadline_min).tolist()
+        self.patience_minute: list[float] = (a.minute + a.patience_min).tolist()
 
 
 def draw_arrivals(

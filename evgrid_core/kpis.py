@@ -102,13 +102,14 @@ class KPITracker:
         status = w.status[asked]
         gone = (status == STRANDED) | (status == GAVE_UP)
         plugged_or_now = np.fmin(w.plug_minute[asked], w.minute)  # plug: NaN until
-        until = np.where(gone, w.patience_minute[asked], plugged_or_now)
-        return until - w.request_minute[asked]
+        a = w.arrivals
+        until = np.where(gone, (a.minute + a.patience_min)[asked], plugged_or_now)
+        return until - a.minute[asked]
 
     def summary(self) -> dict[str, float]:
         w = self.world
         requested = int(np.count_nonzero(w.status > 0))
-        critical = int(np.count_nonzero(w.critical & (w.status > 0)))
+        critical = int(np.count_nonzero(w.arrivals.critical & (w.status > 0)))
         waits = self.waits_min() if requested else np.zeros(1)
         plugged = np.array(self.waits) if self.waits else np.zeros(1)
         tm = w.config.tick_minutes

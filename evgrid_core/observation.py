@@ -12,8 +12,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from .actions import KIND_NAMES
-from .city import vehicle_kw
+from .chargers import KIND_NAMES, N_KINDS, vehicle_kw
 from .fleet import CLASS_NAMES
 from .rules import defer_options, route_mask
 from .world import World
@@ -44,7 +43,7 @@ class EVRequest:
 
 @dataclass(frozen=True)
 class Observation:
-    """A snapshot: arrays are per station (S=25), per kind (3) or per feeder (F=6)."""
+    """A snapshot: arrays are per station (S=25), per charger kind (K=3) or per feeder (F=6)."""
 
     done: bool
     tick: int
@@ -56,12 +55,12 @@ class Observation:
     pending: int  # requests due now, this one included
     travel_min: np.ndarray  # (S,) [min] from the request's locality
     road_km: np.ndarray  # (S,) [km]
-    route_mask: np.ndarray  # (S, 3) bool: valid ROUTE targets
+    route_mask: np.ndarray  # (S, K) bool: valid ROUTE targets
     defer_options: tuple[int, ...]  # valid DEFER minutes
-    plugs: np.ndarray  # (S, 3)
-    busy: np.ndarray  # (S, 3)
-    queue: np.ndarray  # (S, 3)
-    inbound: np.ndarray  # (S, 3) EVs routed there and still driving (this decision's)
+    plugs: np.ndarray  # (S, K)
+    busy: np.ndarray  # (S, K)
+    queue: np.ndarray  # (S, K)
+    inbound: np.ndarray  # (S, K) EVs routed there and still driving (this decision's)
     open: np.ndarray  # (S,) bool
     cap_kw: np.ndarray  # (S,) [kW] limit now (LOAD_SHIFT cap when shifted)
     station_kw: np.ndarray  # (S,) [kW] mean power over the last tick
@@ -117,24 +116,24 @@ def build_observation(w: World, done: bool) -> Observation:
     else:
         ev = w.pending[0]
         travel = w.travel_minutes(ev)
-        km = city.road_km[w.node_list[ev]]  # read-only, like travel
-        crit, now = w.critical_list[ev], w.minute
+        km = city.road_km[w.evs.node[ev]]  # read-only, like travel
+        evs, crit, now = w.evs, w.evs.critical[ev], w.minute
         req = _built(
             EVRequest,
             id=ev + 1,
-            klass=CLASS_NAMES[w.klass[ev]],
-            node=city.nodes[w.node_list[ev]],
-            battery_kwh=w.battery_list[ev],
+            klass=CLASS_NAMES[evs.klass[ev]],
+            node=city.nodes[w.evs.node[ev]],
+            battery_kwh=evs.battery_kwh[ev],
             soc=float(w.soc[ev]),
-            target=w.target_list[ev],
-            max_ac_kw=w.max_ac_list[ev],
-            max_dc_kw=w.max_dc_list[ev],
+            target=evs.target[ev],
+            max_ac_kw=evs.max_ac_kw[ev],
+            max_dc_kw=evs.max_dc_kw[ev],
             range_km=w.range_km(ev),
-            waited_min=now - w.request_list[ev],
+            waited_min=now - evs.request_minute[ev],
             defers=w.defers[ev],
             critical=crit,
-            deadline_in_min=w.deadline_list[ev] - now if crit else None,
-            patience_left_min=w.patience_list[ev] - now,
+            deadline_in_min=evs.deadline_minute[ev] - now if crit else None,
+            patience_left_min=evs.patience_minute[ev] - now,
         )
         deferrals = defer_options(w, ev)
     view, memo = _tick_view(w, done)
@@ -178,10 +177,11 @@ def _tick_view(w: World, done: bool) -> tuple[dict[str, Any], dict[str, Any]]:
         return w.obs_cache[1]
     t = w._t()
     horizon = slice(t, min(w.n_ticks, t + FORECAST_TICKS))
-    asked = w.feeder_ev_kw + w.feeder_shed_kw  # [kW] EV load asked, shed included
+    grid = w.grid_now
+    asked = grid.ev_kw + grid.shed_kw  # [kW] EV load asked, shed included
     fc = (w.background[horizon] + asked) / w.tables.capacity_kw[horizon]
     shifted = w.shift_until > w.tick
-    util = _frozen(np.array(w.feeder_util, dtype=float))
+    util = _frozen(np.array(grid.utilisation, dtype=float))
     view = {
         "tick": w.tick,
         "n_ticks": w.n_ticks,
@@ -199,7 +199,7 @@ def _tick_view(w: World, done: bool) -> tuple[dict[str, Any], dict[str, Any]]:
         "feeder_util": util,
         "feeder_capacity_kw": w.tables.capacity_kw[t],
         "feeder_forecast": _frozen(fc.max(axis=0)) if fc.size else util,
-        "feeder_shed_kw": w.feeder_shed_kw,  # read-only, replaced each tick
+        "feeder_shed_kw": grid.shed_kw,  # read-only, replaced each tick
         "load_shifts_left": max(
             0, w.config.max_load_shifts_per_tick - w.shifts_this_tick
         ),
@@ -220,7 +220,7 @@ def render_text(obs: Observation, max_stations: int = 8) -> str:
     if obs.done or obs.request is None:
         return head + "\nEpisode over."
     r = obs.request
-    kinds = [k for k in range(3) if vehicle_kw(k, r.max_ac_kw, r.max_dc_kw) > 0]
+    kinds = [k for k in range(N_KINDS) if vehicle_kw(k, r.max_ac_kw, r.max_dc_kw) > 0]
     urgency = (
         f" CRITICAL plug in within {max(0.0, r.deadline_in_min or 0):.0f}m"
         if r.critical

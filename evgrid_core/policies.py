@@ -21,7 +21,9 @@ from typing import Protocol
 import numpy as np
 
 from .actions import Action, ChargerKind, Defer, LoadShift, Route
-from .city import CHARGER_KW, vehicle_kw
+from .chargers import CHARGER_KW, CHARGERS, N_KINDS, vehicle_kw
+from .charging import plug_kw
+from .config import DEFAULTS
 from .observation import EVRequest, Observation
 
 
@@ -34,25 +36,28 @@ class Policy(Protocol):
 
 
 # --- Shared estimates -----------------------------------------------------------------
-TYPICAL_SESSION_MIN = np.array([120.0, 45.0, 25.0])  # [min] a session per kind [A]
+# Policies see the observation, not the config: they estimate with the default
+# world's numbers (charge efficiency, soft limit).
+TYPICAL_SESSION_MIN = np.array([c.typical_session_min for c in CHARGERS])  # [min] (K,)
+FASTEST_FIRST = np.argsort(np.argsort(-CHARGER_KW)).astype(float)  # (K,) 0 = fastest
 
 
-def _vehicle_kw(r: EVRequest) -> np.ndarray:
-    """(3,) [kW] the most the request's EV takes from each charger kind."""
-    return np.array([vehicle_kw(k, r.max_ac_kw, r.max_dc_kw) for k in range(3)])
+def _plug_kw(r: EVRequest) -> np.ndarray:
+    """(K,) [kW] what the request's EV would draw from each charger kind (0: cannot)."""
+    return np.array([plug_kw(k, r.max_ac_kw, r.max_dc_kw) for k in range(N_KINDS)])
 
 
 def charge_minutes(obs: Observation) -> np.ndarray:
-    """(S, 3) [min] to charge the request to target on each kind (no taper, no caps)."""
+    """(S, K) [min] to charge the request to target on each kind (no taper, no caps)."""
     r = obs.request
     assert r is not None
-    kw = np.maximum(np.minimum(CHARGER_KW, _vehicle_kw(r)), 1e-6)
-    kwh = max(0.0, r.target - r.soc) * r.battery_kwh / 0.92
+    kw = np.maximum(_plug_kw(r), 1e-6)
+    kwh = max(0.0, r.target - r.soc) * r.battery_kwh / DEFAULTS.charge_efficiency
     return np.broadcast_to(kwh / kw * 60.0, obs.plugs.shape)
 
 
 def expected_wait(obs: Observation) -> np.ndarray:
-    """(S, 3) [min] queue wait at arrival: zero with a free plug, else a share of a session."""
+    """(S, K) [min] queue wait at arrival: zero with a free plug, else a share of a session."""
     free = obs.plugs - obs.busy
     typical = TYPICAL_SESSION_MIN[None, :]
     ahead = np.maximum(0, obs.queue - free + 1)
@@ -60,7 +65,7 @@ def expected_wait(obs: Observation) -> np.ndarray:
 
 
 def eta_minutes(obs: Observation) -> np.ndarray:
-    """(S, 3) [min] travel + expected wait + charging; inf where routing is invalid."""
+    """(S, K) [min] travel + expected wait + charging; inf where routing is invalid."""
     eta = obs.travel_min[:, None] + expected_wait(obs) + charge_minutes(obs)
     return np.where(obs.route_mask, eta, np.inf)
 
@@ -120,7 +125,7 @@ class Nearest(_Base):
     name = "nearest"
 
     def score(self, obs: Observation) -> np.ndarray:
-        kind_pref = np.array([2.0, 1.0, 0.0]) * 1e-3
+        kind_pref = FASTEST_FIRST * 1e-3
         return np.where(obs.route_mask, obs.travel_min[:, None] + kind_pref, np.inf)
 
 
@@ -159,7 +164,7 @@ class PriceRenewable(_Base):
     """
 
     name = "price_renewable"
-    stress_weight = 3.0  # [min per kW per point of forecast utilisation above 0.9]
+    stress_weight = 3.0  # [min per kW per point of forecast utilisation above soft]
 
     def act(self, obs: Observation) -> Action | str:
         shift = _overload_shift(obs)
@@ -168,8 +173,9 @@ class PriceRenewable(_Base):
     def score(self, obs: Observation) -> np.ndarray:
         r = obs.request
         assert r is not None
-        kw = np.minimum(CHARGER_KW, _vehicle_kw(r))[None, :]
-        over = np.maximum(0.0, obs.feeder_forecast[obs.feeder_of] - 0.9)[:, None]
+        kw = _plug_kw(r)[None, :]
+        over = np.maximum(0.0, obs.feeder_forecast[obs.feeder_of] - DEFAULTS.soft_limit)
+        over = over[:, None]
         price = obs.tariff_inr * (1.5 - obs.renewable_share)
         return (
             eta_minutes(obs) + self.stress_weight * over * 100 * kw / 50.0 * price / 4.5

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,15 +55,3 @@ def run_episode(
     env = play_episode(policy, scenario, seed, config)
     return EpisodeResult(scenario, seed, policy.name, env.kpis.total_return, env.kpi_summary(),
                          dict(env.kpis.parts_total))  # fmt: skip
-
-
-def run_episodes(
-    make: Callable[[], Policy],
-    scenario: str,
-    seeds: list[int],
-    config: SimConfig | None = None,
-) -> Iterator[EpisodeResult]:
-    """Episodes on the given seeds (paired across policies: same seeds, same arrivals)."""
-    policy = make()
-    for seed in seeds:
-        yield run_episode(policy, scenario, seed, config)

@@ -3,14 +3,17 @@
 Also the route mask (which (station, kind) pairs are valid for the current
 request) and the valid DEFER options, computed with the same predicates for all
 choices at once; tests check they agree with the validator on every choice.
+A ROUTE is judged from the scenario's tables (``tables.py``: the trip rule, per
+tick, locality and station) and the EV's inlets and range; a refused one is
+named by the first of those parts that fails.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from .actions import DEFER_MINUTES, Action, ChargerKind, Defer, LoadShift, Route
-from .city import CHARGER_DC, vehicle_kw
+from .actions import DEFER_MINUTES, Action, Defer, LoadShift, Route
+from .chargers import CHARGER_DC, KIND_NAMES, KINDS_BY_INLET, N_KINDS
 from .world import World
 
 
@@ -32,12 +35,10 @@ def validate_action(w: World, action: Action) -> tuple[bool, str]:
                 f"E{action.ev} is not waiting for a decision now (waiting: {waiting})",
             )
     if isinstance(action, Route):
-        # The mask's tables judge the pair; the rule restated below names the problem
-        # (tests check the two agree on every pair).
+        # The mask's tables judge the pair; their parts name a refused pair's problem.
         if route_allowed(w, ev, action.station, int(action.kind)):
             return True, ""
-        problem = route_problem(w, ev, action.station, int(action.kind))
-        return (False, problem) if problem else (True, "")
+        return False, route_problem(w, ev, action.station, int(action.kind)) or ""
     if isinstance(action, Defer):
         problem = defer_problem(w, ev, action.minutes)
         return (False, problem) if problem else (True, "")
@@ -48,29 +49,35 @@ def validate_action(w: World, action: Action) -> tuple[bool, str]:
 
 
 def route_problem(w: World, ev: int, station: int, kind: int) -> str | None:
-    n = w.tables.city.n_stations
+    """Why ``route_allowed`` refuses the pair: its first failing part (None: allowed)."""
+    tables = w.tables
+    n = tables.city.n_stations
     if not 1 <= station <= n:
         return f"no station S{station} (stations are S1..S{n})"
-    s = station - 1
-    if w.tables.plugs_rows[s][kind] == 0:
-        return f"S{station} has no {ChargerKind(kind).name} charger"
-    if vehicle_kw(kind, w.max_ac_list[ev], w.max_dc_list[ev]) <= 0:
+    s, node, t = station - 1, w.evs.node[ev], w._t()
+    name = KIND_NAMES[kind]
+    if tables.plugs_rows[s][kind] == 0:
+        return f"S{station} has no {name} charger"
+    if not KINDS_BY_INLET[w.evs.inlet[ev], kind]:
         if CHARGER_DC[kind]:
-            return f"E{ev + 1} has no DC inlet; {ChargerKind(kind).name} is DC"
+            return f"E{ev + 1} has no DC inlet; {name} is DC"
         return f"E{ev + 1} cannot take AC charging"
-    km = w.tables.road_km_rows[w.node_list[ev]][s]
-    reach = w.range_km(ev)
-    if km > reach:
+    if not in_range(w, ev, s):
+        km, reach = tables.road_km_rows[node][s], w.range_km(ev)
         return (
             f"S{station} is {km:.1f} km away, beyond E{ev + 1}'s {reach:.1f} km range"
         )
-    minutes = w.travel_minutes_to(ev, s)
-    if minutes > w.config.max_travel_minutes:
-        return f"S{station} is {minutes:.0f} min away (limit {w.config.max_travel_minutes:.0f})"
-    arrive = w.tick + w.travel_ticks(minutes)
-    if not w.station_open(s) or (arrive < w.n_ticks and not w.station_open(s, arrive)):
+    if not tables.in_radius[t, node, s]:
+        minutes, limit = tables.travel_min[t, node, s], w.config.max_travel_minutes
+        return f"S{station} is {minutes:.0f} min away (limit {limit:.0f})"
+    if not (tables.open_rows[t][s] and tables.open_on_arrival[t, node, s]):
         return f"S{station} is closed"
     return None
+
+
+def in_range(w: World, ev: int, s: int) -> bool:
+    """Whether station index ``s`` is within the EV's remaining range (road km)."""
+    return w.tables.road_km_rows[w.evs.node[ev]][s] <= w.range_km(ev)
 
 
 def defer_problem(w: World, ev: int, minutes: int) -> str | None:
@@ -93,7 +100,7 @@ def defer_options(w: World, ev: int) -> tuple[int, ...]:
 
 def _defer_inputs(w: World, ev: int) -> tuple[int, float, float]:
     """What the DEFER rule reads about ``ev``: defers so far, now, patience [min]."""
-    return w.defers[ev], w.minute, w.patience_list[ev]
+    return w.defers[ev], w.minute, w.evs.patience_minute[ev]
 
 
 def _defer_problem(
@@ -131,13 +138,14 @@ def route_mask(w: World) -> np.ndarray:
     """
     S = w.tables.city.n_stations
     if w.finished or not w.pending:
-        return np.zeros((S, 3), dtype=bool)
+        return np.zeros((S, N_KINDS), dtype=bool)
     ev = w.pending[0]
-    node = w.node_list[ev]
-    mask = w.tables.routable_by_inlet[w._t(), node, w.inlet[ev]]
+    node = w.evs.node[ev]
+    mask = w.tables.routable_by_inlet[w._t(), node, w.evs.inlet[ev]]
     reach = w.range_km(ev)
     if reach >= w.tables.far_km[node]:
         return mask
+    # in_range for every station at once
     mask = mask & (w.tables.city.road_km[node] <= reach)[:, None]
     mask.flags.writeable = False
     return mask
@@ -147,7 +155,7 @@ def route_allowed(w: World, ev: int, station: int, kind: int) -> bool:
     """The route mask's answer for one pair, from the same tables (no reason given)."""
     if not 1 <= station <= w.tables.city.n_stations:
         return False
-    node, s = w.node_list[ev], station - 1
+    s = station - 1
     return bool(
-        w.tables.routable_by_inlet[w._t(), node, w.inlet[ev], s, kind]
-    ) and w.tables.road_km_rows[node][s] <= w.range_km(ev)
+        w.tables.routable_by_inlet[w._t(), w.evs.node[ev], w.evs.inlet[ev], s, kind]
+    ) and in_range(w, ev, s)

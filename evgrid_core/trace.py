@@ -5,9 +5,9 @@ noise), usable feeder capacity, tariff, renewable share, road speed and station
 opening, plus the static city arrays a planner needs. The hindsight optimum
 (``evaluation/optimum.py``) plans on this; ``to_dict`` gives plain JSON.
 
-Two small helpers restate, for one EV, arithmetic that ``world.py`` applies to
-arrays (travel ticks and the uncapped charging profile); the optimum's replay
-test checks them against the world step by step.
+``travel_minutes`` reads the trace with the world's travel rule
+(``tables.drive_minutes``); the optimum's replay tests check the plans it builds
+from a trace against the world step by step.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .city import CHARGER_KW
-from .config import SimConfig
+from .chargers import CHARGER_KW
+from .tables import drive_minutes
 
 if TYPE_CHECKING:
     from .env import EVGridEnv
@@ -61,8 +61,8 @@ class EpisodeTrace:
     road_km: np.ndarray  # (nodes, S) [km]
     feeder_of: np.ndarray  # (S,) feeder index (0-based)
     limit_kw: np.ndarray  # (S,) [kW] connection limit
-    plugs: np.ndarray  # (S, 3) plugs per kind
-    charger_kw: np.ndarray  # (3,) [kW] SLOW, FAST, ULTRA
+    plugs: np.ndarray  # (S, K) plugs per kind
+    charger_kw: np.ndarray  # (K,) [kW] per charger kind (chargers.CHARGERS)
 
     @property
     def n_evs(self) -> int:
@@ -126,73 +126,10 @@ def episode_trace(source: EVGridEnv | World) -> EpisodeTrace:
     )
 
 
-# --- Per-EV arithmetic of the world (checked against it by the replay tests) ----------
+# --- Travel ------------------------------------------------------------------------
 def travel_minutes(trace: EpisodeTrace, ev: int, station: int, tick: int) -> float:
     """[min] drive from EV ``ev``'s locality to station index ``station`` leaving at ``tick``."""
     t = min(tick, trace.n_ticks - 1)
-    return float(trace.road_km[trace.node[ev], station] / trace.speed_kmh[t] * 60.0)
-
-
-def travel_ticks(minutes: float, tick_minutes: int) -> int:
-    """Ticks a drive of ``minutes`` takes (at least one), as ``World.travel_ticks``."""
-    return max(1, math.ceil(minutes / tick_minutes - 1e-9))
-
-
-def session_energy(
-    config: SimConfig,
-    *,
-    soc: float,
-    target: float,
-    battery_kwh: float,
-    plug_kw: float,
-    kind: int,
-    max_ticks: int,
-    is_open: np.ndarray | None = None,
-) -> list[float]:
-    """[kWh grid side] per tick of one session that no station limit or LOAD_SHIFT caps.
-
-    The list ends at the tick the EV reaches its target (that tick included), or
-    after ``max_ticks``. Same float operations as ``World._charge`` when the
-    station's total demand is within its limit (scale exactly 1). ``is_open``
-    (per session tick) marks ticks the station is dark: the EV stays plugged in
-    and draws nothing, as in the world (its limit is 0 then).
-    """
-    dt_h = config.tick_minutes / 60.0
-    ts = config.taper_start_ac if kind == 0 else config.taper_start_dc
-    floor = config.taper_floor
-    out: list[float] = []
-    for j in range(max_ticks):
-        if is_open is not None and not is_open[j]:
-            out.append(0.0)
-            continue
-        taper = 1.0 - (1.0 - floor) * (soc - ts) / (1.0 - ts) if soc > ts else 1.0
-        power = plug_kw * min(max(taper, floor), 1.0) * 1.0
-        need = max(0.0, (target - soc) * battery_kwh / config.charge_efficiency)
-        energy = min(power * dt_h, need)
-        out.append(energy)
-        if energy >= need - 1e-9:
-            break
-        soc = soc + energy * config.charge_efficiency / battery_kwh
-    return out
-
-
-def unmet_after(
-    config: SimConfig,
-    *,
-    soc: float,
-    target: float,
-    battery_kwh: float,
-    energies: list[float],
-) -> float:
-    """[kWh grid side] still owed at the episode's end after a session's ``energies``.
-
-    0 when the session reached its target (the EV left); the same float operations
-    and done test as ``World._charge`` and ``World._settle_unmet``.
-    """
-    eff = config.charge_efficiency
-    for e in energies:
-        need = max(0.0, (target - soc) * battery_kwh / eff)
-        if e >= need - 1e-9:
-            return 0.0
-        soc = soc + e * eff / battery_kwh
-    return max(0.0, (target - soc) * battery_kwh / eff)
+    return float(
+        drive_minutes(trace.road_km[trace.node[ev], station], trace.speed_kmh[t])
+    )

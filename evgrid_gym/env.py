@@ -35,13 +35,15 @@ from evgrid_core import (
     Route,
     SimConfig,
 )
+from evgrid_core.chargers import N_KINDS
 
-N_STATIONS, N_KINDS, N_FEEDERS = 25, 3, 6
+N_STATIONS, N_FEEDERS = 25, 6
 N_ROUTE = N_STATIONS * N_KINDS
 N_DEFER = len(DEFER_MINUTES)
 N_SHIFT = N_STATIONS * len(SHIFT_CAP_PCT) * len(SHIFT_MINUTES)
 N_ACTIONS = N_ROUTE + N_DEFER + N_SHIFT
-OBS_SIZE = 6 + 11 + N_STATIONS * 10 + N_FEEDERS * 2 + N_ROUTE
+PER_STATION = 4 + 2 * N_KINDS  # drive, free and queue per kind, open, shifted, feeder
+OBS_SIZE = 6 + 11 + N_STATIONS * PER_STATION + N_FEEDERS * 2 + N_ROUTE
 OBS_LOW, OBS_HIGH = (
     -10.0,
     100.0,
@@ -86,8 +88,8 @@ def encode_observation(obs: Observation) -> np.ndarray:
         ]
     )
     o = 17
-    v[o : o + N_STATIONS * 10] = per_station.ravel()
-    o += N_STATIONS * 10
+    v[o : o + N_STATIONS * PER_STATION] = per_station.ravel()
+    o += N_STATIONS * PER_STATION
     v[o : o + N_FEEDERS * 2] = np.column_stack(
         [obs.feeder_util, obs.feeder_forecast]
     ).ravel()

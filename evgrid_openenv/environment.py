@@ -101,7 +101,7 @@ class EVGridEnvironment(Environment[EVGridAction, EVGridObservation, EVGridState
             raise EVGridRequestError(
                 f"expected an EVGridAction, got {type(action).__name__}"
             )
-        if self._env.world is None:
+        if not self._env.started:
             raise EVGridRequestError(
                 "no episode: send reset first (HTTP POST /step is stateless; "
                 "play episodes over the /ws WebSocket session)",
@@ -137,7 +137,7 @@ class EVGridEnvironment(Environment[EVGridAction, EVGridObservation, EVGridState
     def state(self) -> EVGridState:
         """Scenario, seed, progress, KPIs so far and the whole world state."""
         env = self._env
-        if env.world is None:
+        if not env.started:
             return EVGridState(episode_id=None, step_count=0)
         world = env.state()
         return EVGridState(

@@ -21,8 +21,23 @@ from openenv.core.env_server.types import Action, Observation, State
 from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
 from pydantic_core import PydanticCustomError
 
-from evgrid_core import KPI_UNITS, REWARD_KEYS, ChargerKind
-from evgrid_core.actions import MAX_ACTION_CHARS
+from evgrid_core import (
+    CHARGERS,
+    KPI_UNITS,
+    REWARD_KEYS,
+    ChargerKind,
+    Defer,
+    LoadShift,
+    Route,
+    format_action,
+)
+from evgrid_core.actions import (
+    DEFER_MINUTES,
+    MAX_ACTION_CHARS,
+    SHIFT_CAP_PCT,
+    SHIFT_MINUTES,
+)
+from evgrid_core.chargers import KIND_NAMES, N_KINDS
 
 # --- Action -------------------------------------------------------------------------
 
@@ -39,6 +54,10 @@ COMMAND_FIELDS: dict[str, tuple[str, ...]] = {
     "LOAD_SHIFT": ("station", "cap_pct", "minutes"),
 }
 _TYPED_FIELDS = ("ev", "station", "charger", "minutes", "cap_pct")
+
+
+def _listed(values: tuple[int, ...]) -> str:
+    return ",".join(map(str, values))
 
 
 class EVGridAction(Action):
@@ -65,21 +84,23 @@ class EVGridAction(Action):
     station: int | None = Field(
         default=None, strict=True, description="Station id (the n of S<n>), 1-based."
     )
-    charger: Literal["SLOW", "FAST", "ULTRA"] | None = Field(
+    charger: Literal[KIND_NAMES] | None = Field(  # type: ignore[valid-type]
         default=None,
-        description="Charger kind for ROUTE: SLOW 7 kW AC, FAST 30 kW DC, "
-        "ULTRA 150 kW DC.",
+        description="Charger kind for ROUTE: "
+        + ", ".join(c.label for c in CHARGERS)
+        + ".",
     )
     minutes: int | None = Field(
         default=None,
         strict=True,
-        description="[min] DEFER wait (5,10,15,20,30,45,60) or LOAD_SHIFT duration "
-        "(15,30,45,60).",
+        description=f"[min] DEFER wait ({_listed(DEFER_MINUTES)}) or LOAD_SHIFT "
+        f"duration ({_listed(SHIFT_MINUTES)}).",
     )
     cap_pct: int | None = Field(
         default=None,
         strict=True,
-        description="[%] LOAD_SHIFT cap as a share of the station's limit (25,50,75).",
+        description="[%] LOAD_SHIFT cap as a share of the station's limit "
+        f"({_listed(SHIFT_CAP_PCT)}).",
     )
 
     @model_validator(mode="after")
@@ -113,14 +134,21 @@ class EVGridAction(Action):
         return self
 
     def to_line(self) -> str:
-        """The action as one text line, for the core's parser."""
+        """The action as one text line, for the core's parser.
+
+        Typed fields become the core's action and its canonical line
+        (``format_action``), so the parser judges values the typed form allows but
+        the syntax does not (a DEFER of 7 minutes) exactly as in text.
+        """
         if self.text is not None:
             return self.text
         if self.command == "ROUTE":
-            return f"ROUTE E{self.ev} S{self.station} {self.charger}"
-        if self.command == "DEFER":
-            return f"DEFER E{self.ev} {self.minutes}"
-        return f"LOAD_SHIFT S{self.station} {self.cap_pct} {self.minutes}"
+            action = Route(self.ev, self.station, ChargerKind[self.charger])  # type: ignore[arg-type, misc]
+        elif self.command == "DEFER":
+            action = Defer(self.ev, self.minutes)  # type: ignore[arg-type]
+        else:
+            action = LoadShift(self.station, self.cap_pct, self.minutes)  # type: ignore[arg-type]
+        return format_action(action)
 
 
 def _form_error(message: str) -> PydanticCustomError:
@@ -128,8 +156,6 @@ def _form_error(message: str) -> PydanticCustomError:
     # HTTP 422 reply cannot serialise (a 500 instead of a 422).
     return PydanticCustomError("action_form", message)
 
-
-assert tuple(k.name for k in ChargerKind) == ("SLOW", "FAST", "ULTRA")
 
 # --- Observation --------------------------------------------------------------------
 
@@ -176,14 +202,17 @@ class GridView(_Strict):
     )
     road_km: list[float] = Field(description="(S,) [km] road distance to each station.")
     route_mask: list[list[bool]] = Field(
-        description="(S,3) valid ROUTE targets per station and kind SLOW,FAST,ULTRA."
+        description=f"(S,{N_KINDS}) valid ROUTE targets per station and kind "
+        f"{','.join(KIND_NAMES)}."
     )
     defer_options: list[int] = Field(description="[min] DEFER values valid now.")
-    plugs: list[list[int]] = Field(description="(S,3) plugs per station and kind.")
-    busy: list[list[int]] = Field(description="(S,3) plugs in use.")
-    queue: list[list[int]] = Field(description="(S,3) EVs queued.")
+    plugs: list[list[int]] = Field(
+        description=f"(S,{N_KINDS}) plugs per station and kind."
+    )
+    busy: list[list[int]] = Field(description=f"(S,{N_KINDS}) plugs in use.")
+    queue: list[list[int]] = Field(description=f"(S,{N_KINDS}) EVs queued.")
     inbound: list[list[int]] = Field(
-        description="(S,3) EVs routed to the station and kind, still driving there."
+        description=f"(S,{N_KINDS}) EVs routed to the station and kind, still driving there."
     )
     open: list[bool] = Field(description="(S,) station open now.")
     cap_kw: list[float] = Field(

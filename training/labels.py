@@ -264,7 +264,7 @@ def label_states(
         assert env is not None
         if r["step"] != step or env.done:
             raise ValueError(f"{key[0]} seed {key[1]}: no row for step {step}")
-        if env.world.pending[0] + 1 != r["ev"]:
+        if env.request_id != r["ev"]:
             raise ValueError(f"{key[0]} seed {key[1]} step {step}: another EV decides")
         yield env.observation(), r["action"]
         if env.step(r["action"]).info["valid"] != r["valid"]:

@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from evgrid_core import REWARD_KEYS, EVGridEnv, Invalid, parse_action, validate_action
+from evgrid_core import REWARD_KEYS, EVGridEnv, Invalid, parse_action
 from evgrid_core.policies import make_policy
 
 from .config import RewardConfig
@@ -66,13 +66,13 @@ def rollout(
     past the decision's tick or the episode ends, so a queue or an overload the
     action causes later is charged to it.
     """
-    t0 = env.world.tick  # type: ignore[union-attr]
+    t0 = env.tick
     res = env.step(first_action)
     parts = dict(res.info["reward_parts"])
     total, valid, steps = res.reward, bool(res.info["valid"]), 1
     policy = make_policy(continuation)
     policy.reset(seed)
-    while not env.done and env.world.tick < t0 + horizon_ticks:  # type: ignore[union-attr]
+    while not env.done and env.tick < t0 + horizon_ticks:
         res = env.step(policy.act(env.observation()))
         total += res.reward
         steps += 1
@@ -144,11 +144,7 @@ class EnvRewards:
         envs = self._states(kw, len(completions))
         scores = []
         for c, env in zip(completions, envs, strict=True):
-            parsed = parse_action(completion_text(c))
-            ok = (
-                not isinstance(parsed, Invalid)
-                and validate_action(env.world, parsed)[0]
-            )
+            ok, _ = env.validate(completion_text(c))
             scores.append(1.0 if ok else 0.0)
         _log(kw, "valid_rate", scores)
         return scores

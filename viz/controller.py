@@ -23,12 +23,17 @@ from evgrid_core import (
     LoadShift,
     Route,
     format_action,
-    validate_action,
+    parse_action,
 )
 from evgrid_core.actions import DEFER_MINUTES, SHIFT_CAP_PCT, SHIFT_MINUTES
+from evgrid_core.chargers import CHARGER_KW, N_KINDS
 from evgrid_core.policies import make_policy, policy_names
 
 VERBS = ("ROUTE", "DEFER", "LOAD_SHIFT")
+# The kind preselected for a new request: FAST where it can, else the most power.
+PRESELECT_KINDS = sorted(
+    range(N_KINDS), key=lambda k: (k != ChargerKind.FAST, -CHARGER_KW[k])
+)
 
 
 @dataclass
@@ -129,7 +134,7 @@ class Controller:
 
     @property
     def env_minute(self) -> float:
-        return float(self.env.world.tick * self.tick_minutes)
+        return float(self.env.tick * self.tick_minutes)
 
     @property
     def end_minute(self) -> float:
@@ -195,7 +200,6 @@ class Controller:
 
     def _start_decision(self) -> None:
         obs, policy = self.obs, self.policy
-        self._generation += 1
 
         def decide():  # noqa: ANN202
             action = policy.act(obs)
@@ -213,7 +217,6 @@ class Controller:
             self._future = self._pool.submit(decide)
 
     _future: cf.Future | None = None
-    _generation = 0
 
     def _cancel(self) -> None:
         """Forget a decision in flight (its result is never applied)."""
@@ -232,15 +235,8 @@ class Controller:
         minute, clock = self.env_minute, self.state["clock"]
         res = self.env.step(action)
         info = res.info
-        station = (
-            action.station if isinstance(action, Route) and info["valid"] else None
-        )
-        if (
-            isinstance(action, str)
-            and info["valid"]
-            and info["action"].startswith("ROUTE")
-        ):
-            station = int(info["action"].split()[2][1:])
+        applied = parse_action(info["action"]) if info["valid"] else None
+        station = applied.station if isinstance(applied, Route) else None
         d = Decision(
             minute=minute,
             clock=clock,
@@ -309,7 +305,7 @@ class Controller:
         if usable:
             s = min(usable, key=lambda s: self.obs.travel_min[s])
             c.station = s + 1
-            c.kind = next(k for k in (1, 2, 0) if mask[s, k])
+            c.kind = next(k for k in PRESELECT_KINDS if mask[s, k])
 
     def manual_action(self):  # noqa: ANN201
         """The typed action the keyboard has composed."""
@@ -339,7 +335,7 @@ class Controller:
         elif command in ("value+", "value-"):
             step = 1 if command == "value+" else -1
             if c.verb == "ROUTE":
-                c.kind = (c.kind + step) % 3
+                c.kind = (c.kind + step) % N_KINDS
             elif c.verb == "DEFER":
                 c.defer_idx = (c.defer_idx + step) % len(DEFER_MINUTES)
             else:
@@ -358,7 +354,7 @@ class Controller:
         if not self.caught_up:
             self.display_minute = self.env_minute
         action = self.manual_action()
-        ok, reason = validate_action(self.env.world, action)
+        ok, reason = self.env.validate(action)
         if not ok:
             self.message = f"not sent: {format_action(action)}: {reason}"
             return None

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import pygame
 
-from evgrid_core import KPI_UNITS, format_action, get_scenario
+from evgrid_core import CHARGERS, KPI_UNITS, format_action, get_scenario
 
 from . import theme
 from .sprites import sprite
@@ -157,7 +157,8 @@ class Panel:
     def _legend(self, surf, x, y, w):  # noqa: ANN001, ANN202
         pygame.draw.line(surf, theme.PANEL_EDGE, (x, y - 6), (x + w, y - 6), 1)
         cx = x
-        for k, name in enumerate(("slow 7 kW", "fast 30 kW", "ultra 150 kW")):
+        for k, c in enumerate(CHARGERS):
+            name = f"{c.name.lower()} {c.kw:g} kW"
             pygame.draw.rect(surf, theme.KIND_COLOURS[k], (cx, y + 3, 8, 8))
             cx += 12 + self._t(surf, name, (cx + 12, y), 11, theme.TEXT_DIM) + 14
         self._t(surf, "busy plug ■  free □", (cx, y), 11, theme.TEXT_DIM)
@@ -316,7 +317,7 @@ def draw_help(
 
 def draw_station_details(surf, map_rect, text, ctrl, station: int) -> None:  # noqa: ANN001
     st = ctrl.state["stations"][station - 1]
-    city_st = ctrl.env.world.tables.city.stations[station - 1]
+    city_st = ctrl.env.city.stations[station - 1]
     f = ctrl.state["feeders"][st["feeder"] - 1]
     shed = float(ctrl.obs.feeder_shed_kw[f["id"] - 1])
     lines = [
@@ -335,11 +336,12 @@ def draw_station_details(surf, map_rect, text, ctrl, station: int) -> None:  # n
         ),
         (f"load {st['load_kw']:.0f} / {st['cap_kw']:.0f} kW", theme.TEXT, False),
     ]
-    for k, name in enumerate(("SLOW 7 kW", "FAST 30 kW", "ULTRA 150 kW")):
+    for k, c in enumerate(CHARGERS):
         if st["plugs"][k]:
             lines.append(
                 (
-                    f"{name}: {st['busy'][k]}/{st['plugs'][k]} busy, queue {st['queue'][k]}",
+                    f"{c.name} {c.kw:g} kW: {st['busy'][k]}/{st['plugs'][k]} busy, "
+                    f"queue {st['queue'][k]}",
                     theme.KIND_COLOURS[k],
                     False,
                 )

@@ -171,7 +171,7 @@ class MapLayer:
         cell = max(3, self.marker // 5)
         bx = x + r + 4
         by = y - 1.5 * (cell + 1)
-        for k in range(3):
+        for k in range(len(st["plugs"])):  # charger kinds
             plugs, busy = st["plugs"][k], st["busy"][k]
             for p in range(plugs):
                 rect = (bx + p * (cell + 1), by + k * (cell + 1), cell, cell)

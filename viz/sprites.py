@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from functools import cache
+from functools import cache, partial
 from pathlib import Path
 
 import pygame
+
+from evgrid_core import CHARGERS
 
 SPRITE_DIR = Path(__file__).parent / "sprites"
 BASE = 64  # [px] size of the committed PNGs
@@ -52,7 +54,7 @@ def _ev(surf: pygame.Surface) -> None:
 
 
 def _charger(surf: pygame.Surface, colour, bolts: int) -> None:
-    """A charging post with a cable; ``bolts`` bolts mark slow / fast / ultra."""
+    """A charging post with a cable; ``bolts`` bolts mark the kind (slow: one)."""
     s = surf.get_width() / 64.0
     post = pygame.Rect(int(14 * s), int(6 * s), int(26 * s), int(52 * s))
     pygame.draw.rect(surf, colour, post, border_radius=int(6 * s))
@@ -117,9 +119,11 @@ def _station(surf: pygame.Surface) -> None:
 
 DRAWERS: dict[str, Callable[[pygame.Surface], None]] = {
     "ev": _ev,
-    "slow": lambda s: _charger(s, (110, 190, 255), 1),
-    "fast": lambda s: _charger(s, (120, 230, 150), 2),
-    "ultra": lambda s: _charger(s, (250, 140, 240), 3),
+    # a charging post per charger kind, in the kind's colour, with k + 1 bolts
+    **{
+        c.sprite: partial(_charger, colour=c.colour, bolts=k + 1)
+        for k, c in enumerate(CHARGERS)
+    },
     "bolt": _bolt,
     "sun": _sun,
     "feeder": _feeder,

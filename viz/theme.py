@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pygame
 
+from evgrid_core import CHARGERS
+
 FONT_PATH = Path(__file__).parent / "fonts" / "DejaVuSans.ttf"  # has ₹ ⚡ ☀ →
 
 Colour = tuple[int, int, int]
@@ -36,11 +38,7 @@ OK: Colour = (88, 204, 120)  # below the soft limit
 WARN: Colour = (246, 176, 56)  # above the soft limit
 OVER: Colour = (236, 72, 72)  # above the hard limit (100 %)
 BAD: Colour = (236, 92, 92)
-KIND_COLOURS: tuple[Colour, Colour, Colour] = (
-    (110, 190, 255),  # SLOW 7 kW AC
-    (120, 230, 150),  # FAST 30 kW DC
-    (250, 140, 240),  # ULTRA 150 kW DC
-)
+KIND_COLOURS: tuple[Colour, ...] = tuple(c.colour for c in CHARGERS)  # by kind
 FEEDER_COLOURS: tuple[Colour, ...] = (
     (255, 159, 67),
     (84, 160, 255),

@@ -26,7 +26,7 @@ class CityView:
         panel_w = max(360, min(440, int(w * 0.32)))
         self.map_rect = pygame.Rect(0, 0, w - panel_w, h)
         self.panel = Panel(pygame.Rect(w - panel_w, 0, panel_w, h), self.text)
-        self.map = MapLayer(ctrl.env.world.tables.city, self.map_rect, size, self.text)
+        self.map = MapLayer(ctrl.env.city, self.map_rect, size, self.text)
         self.flags = ViewFlags()
 
     def render(self, surf: pygame.Surface) -> None:

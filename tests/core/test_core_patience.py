@@ -9,6 +9,7 @@ request + patience >= a * 5 min.
 
 import math
 
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -50,7 +51,7 @@ def nothing_refers_to(env: EVGridEnv, ev_id: int) -> None:
     assert all(ev not in evs for evs in w.requests_at.values())
     assert all(ev not in evs for evs in w.reach_at.values())
     assert all(ev not in q for qs in w.queues for q in qs)
-    assert ev not in w.pending and ev not in w.charging
+    assert ev not in w.pending and ev not in w.plugged
     assert ev_id not in [e["id"] for e in env.state()["evs"]]
 
 
@@ -167,7 +168,8 @@ def test_no_ev_plugs_in_after_its_patience_ran_out(policy: str, scenario: str) -
         obs = env.observation()
     w = env.world
     plugged = w.plug_minute == w.plug_minute  # not NaN
-    assert (w.plug_minute[plugged] <= w.patience_minute[plugged]).all()
+    patience_minute = np.array(w.evs.patience_minute)
+    assert (w.plug_minute[plugged] <= patience_minute[plugged]).all()
     assert ((w.status == CHARGING) | (w.status == SERVED))[plugged].all()
     # Everyone who is gone unserved, and nothing refers to them.
     gone = w.status == GAVE_UP

@@ -7,9 +7,9 @@ import pytest
 
 from evgrid_core import EVGridEnv, get_scenario, load_city
 from evgrid_core.fleet import arrivals_from_records
+from evgrid_core.grid import feeder_protection
 from evgrid_core.observation import render_text
 from evgrid_core.scenarios import FeederEvent
-from evgrid_core.world import feeder_protection
 
 CITY = load_city()
 NO_NOISE = [1.0] * len(CITY.feeders)

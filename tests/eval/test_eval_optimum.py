@@ -182,7 +182,8 @@ def test_trace_matches_the_world():
     env = _env()
     w = env.world
     tr = episode_trace(env)
-    from evgrid_core.trace import travel_minutes, travel_ticks
+    from evgrid_core.tables import travel_ticks
+    from evgrid_core.trace import travel_minutes
 
     assert tr.n_evs == 3 and tr.n_ticks == N_TICKS
     np.testing.assert_array_equal(tr.background_kw, w.background)
@@ -194,7 +195,7 @@ def test_trace_matches_the_world():
         for s in range(25):
             m = travel_minutes(tr, 0, s, t)
             assert m == float(w.travel_minutes(0)[s])
-            assert travel_ticks(m, 5) == w.travel_ticks(m)
+            assert travel_ticks(m, 5) == w.tables.travel_ticks[t, tr.node[0], s]
     d = tr.to_dict()
     assert d["deadline_min"][0] is None and d["deadline_min"][1] == 15.0
 

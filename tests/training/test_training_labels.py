@@ -54,7 +54,7 @@ def test_one_row_per_decision_and_each_replays_to_its_state(tmp_path):
             env = restore_label_env(
                 [x["action"] for x in mine[: r["step"]]], SCENARIO, seed
             )
-            assert env.world.pending[0] + 1 == r["ev"]  # the row's EV is deciding
+            assert env.request_id == r["ev"]  # the row's EV is deciding
             valid = env.step(r["action"]).info["valid"]
             # valid, except the optimum's planned STRAND (refused by the env)
             assert valid == r["valid"] == (not r["planned_invalid"])

@@ -39,7 +39,7 @@ def overload_env() -> EVGridEnv:
     at ~97 % while F2 (S11 Marathahalli) has headroom: 150 kW more overloads F3."""
     env = EVGridEnv()
     env.reset(seed=0)  # builds the city tables
-    city_nodes = env.world.tables.city.nodes
+    city_nodes = env.city.nodes
     arrivals = arrivals_from_records(
         [
             {
@@ -197,11 +197,11 @@ def test_completion_text_accepts_trl_shapes():
 
 def test_rollout_stops_at_the_horizon():
     env = restore_env("evening_peak", 0, 30, "greedy_eta")
-    t0 = env.world.tick
+    t0 = env.tick
     r = rollout(
         env, "ROUTE E31 S10 SLOW", horizon_ticks=3, continuation="greedy_eta", seed=0
     )
-    assert env.world.tick >= t0 + 3 or env.done
+    assert env.tick >= t0 + 3 or env.done
     assert r.valid and r.steps >= 1
     assert r.total == pytest.approx(sum(r.parts.values()))
 

@@ -13,7 +13,7 @@ import pygame  # noqa: E402
 import pytest  # noqa: E402
 
 import evgrid_core.policies as policies  # noqa: E402
-from evgrid_core import ChargerKind, Route, validate_action  # noqa: E402
+from evgrid_core import ChargerKind, Route  # noqa: E402
 from viz.app import handle_key  # noqa: E402
 from viz.controller import Controller  # noqa: E402
 from viz.view import CityView  # noqa: E402
@@ -81,7 +81,7 @@ def test_manual_route_by_keyboard_goes_through_the_validator_to_the_core(app):
     req = ctrl.obs.request
     action = ctrl.manual_action()
     assert isinstance(action, Route) and action.ev == req.id
-    assert validate_action(ctrl.env.world, action) == (True, "")
+    assert ctrl.env.validate(action) == (True, "")
     before = ctrl.env.steps
     press(ctrl, view, pygame.K_RETURN)
     assert ctrl.env.steps == before + 1

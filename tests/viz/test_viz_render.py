@@ -112,7 +112,7 @@ def test_station_marker_sits_where_the_projection_puts_it(screen):
     ctrl = Controller("evening_peak", 0, "greedy_eta", threaded=False)
     view = CityView(ctrl, (1280, 720))
     view.render(screen)
-    st = ctrl.env.world.tables.city.stations[4]  # S5 Koramangala, inside the view
+    st = ctrl.env.city.stations[4]  # S5 Koramangala, inside the view
     x, y = view.map.proj.to_px(st.lat, st.lon)
     assert view.map.station_px[4] == (x, y)
     r = view.map.marker // 2 + 3

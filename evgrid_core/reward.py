@@ -1,0 +1,97 @@
+"""The reward: named cost parts, their weights, and the terms that need more than a weight.
+
+Every part is a cost (reward <= 0) and travels with every step as
+``info["reward_parts"]``, keyed by ``REWARD_KEYS``: the fields of
+``RewardWeights``, in their order. Adding a part is adding a weight here and
+charging it where it happens (``World``; the optimum's plan costs where its plans
+can incur it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from .grid import GridTick
+
+Value = float | np.ndarray  # a number, or one per tick / session
+
+
+@dataclass(frozen=True, slots=True)
+class RewardWeights:
+    """Weights of the named reward parts. Every part is a cost (reward <= 0).
+
+    Costs only, so no tick can pay more than nothing: an invalid action (which
+    strands its EV and pays ``invalid`` on top: 5.0) is always worse than any valid
+    one, whose own costs are at most 90 min of travel or 60 min of defer plus abuse
+    (1.8) and, in the last step, the energy the EV is still owed (52 kWh: 1.04).
+    """
+
+    wait: float = 0.02  # [per EV-minute] defer + travel + queue time before plug-in
+    grid_stress: float = 0.01  # [per kWh] EV energy asked above the feeder's soft limit
+    peak: float = 0.05  # [per kWh] EV energy asked above capacity (shed, still owed)
+    renewable: float = 0.002  # [per kWh] non-renewable share of charged energy
+    cost: float = 0.0005  # [per INR] energy bought by the operator
+    urgency: float = 2.0  # [per EV] critical EV not plugged in by its deadline
+    stranded: float = 4.0  # [per EV] EV that gave up (patience, or rejected)
+    invalid: float = 1.0  # [per action] unparsable or invalid action
+    defer_abuse: float = (
+        0.25  # [per defer] times the number of earlier defers of that EV
+    )
+    load_shift: float = 0.1  # [per action] each demand-response cap issued
+    unmet: float = 0.02  # [per kWh] owed at the end to EVs routed, queued or charging
+
+
+REWARD_KEYS: tuple[str, ...] = tuple(f.name for f in fields(RewardWeights))
+
+
+def zero_parts() -> dict[str, float]:
+    """A step's reward parts before anything is charged."""
+    return dict.fromkeys(REWARD_KEYS, 0.0)
+
+
+# --- Terms ------------------------------------------------------------------------
+def defer_abuse_count(defers: int) -> int:
+    """What ``defer_abuse`` is paid on over an EV's ``defers`` DEFERs: each DEFER
+    pays for the earlier ones (0 + 1 + ... + defers - 1)."""
+    return defers * (defers - 1) // 2
+
+
+def fossil_kwh(kwh: Value, renewable_share: Value) -> Value:
+    """[kWh] the non-renewable part of charged energy (what ``renewable`` is paid on)."""
+    return kwh * (1.0 - renewable_share)
+
+
+def feeder_stress(
+    grid: GridTick, soft_limit: float, above_soft: list[bool]
+) -> tuple[float, float, int, int]:
+    """One tick's grid terms: ([kW] EV load asked above the soft limit, [kW] EV load
+    asked above capacity (what protection shed), feeders newly above the soft limit,
+    feeders overloaded). Updates ``above_soft`` (per feeder, the last tick's state).
+
+    Stress is charged on the EV load asked (carried + shed) above the soft limit,
+    the peak part on the EV load asked above capacity: what the protection shed.
+    """
+    bg = grid.background_kw
+    ev_kw, shed_kw = grid.ev_kw.tolist(), grid.shed_kw.tolist()
+    stress_kw = over_kw = 0.0
+    n_new_stress = n_over = 0
+    for f, c in enumerate(grid.capacity_kw):  # six feeders: plain floats
+        e, shed = ev_kw[f], shed_kw[f]
+        asked = e + shed  # [kW] EV load asked of the feeder
+        load = bg[f] + asked
+        if load / c > soft_limit:
+            stress_kw += min(asked, load - soft_limit * c)
+            n_new_stress += not above_soft[f]
+            above_soft[f] = True
+        else:
+            above_soft[f] = False
+        if shed:
+            over_kw += shed  # = min(asked, load - c)
+            n_over += 1
+        elif bg[f] > c:  # the background alone above capacity: no EV load to shed
+            n_over += 1
+    return stress_kw, over_kw, n_new_stress, n_over
