@@ -13,21 +13,20 @@ observation, write the frame as JSON. Prints µs per step for each part, best of
 from __future__ import annotations
 
 import argparse
-import gc
 import json
 import time
 
-from openenv.core.env_server.serialization import serialize_observation
 from server_load import choose  # the load benchmark's client choice (bench/)
 
 from evgrid_openenv import protocol
 from evgrid_openenv.environment import EVGridEnvironment
+from evgrid_openenv.fast import freeze_startup_objects, observation_frame
 
 PARTS = (
     ("decode", "the step message: JSON, its shape, the action's validation"),
     ("core step", "the core parses, judges and applies the line; the world runs on"),
     ("observation", "the wire observation: core observation, text prompt, grid"),
-    ("dump", "OpenEnv's per-step dump of the observation"),
+    ("dump", "the observation as OpenEnv's frame (fast.observation_frame)"),
     ("json", "the frame written as JSON"),
 )
 
@@ -52,7 +51,7 @@ def one_pass(sessions: int, steps: int, scenario: str) -> dict[str, float]:
             t2 = clock()
             obs = env._observation(result.reward, result.info)
             t3 = clock()
-            data = serialize_observation(obs)
+            data = observation_frame(obs)  # as protocol.step answers
             t4 = clock()
             protocol.encode({"type": "observation", "data": data})
             t5 = clock()
@@ -74,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if min(args.sessions, args.steps, args.passes) < 1:
         p.error("--sessions, --steps and --passes must be >= 1")
-    gc.freeze()  # as the server does at start-up
+    freeze_startup_objects()  # as the server does at start-up
     best: dict[str, float] = {}
     for _ in range(args.passes):
         for name, us in one_pass(args.sessions, args.steps, args.scenario).items():

@@ -8,17 +8,17 @@ token costs a 3B model on a CPU about 13 ms.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 
 from .chargers import KIND_NAMES, N_KINDS, vehicle_kw
+from .fast import built, city_part_of_the_tick
 from .fleet import CLASS_NAMES
 from .rules import defer_options, route_mask
 from .world import World
 
 FORECAST_TICKS = 6  # the "peak risk" look-ahead: 30 minutes
-T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -118,7 +118,7 @@ def build_observation(w: World, done: bool) -> Observation:
         travel = w.travel_minutes(ev)
         km = city.road_km[w.evs.node[ev]]  # read-only, like travel
         evs, crit, now = w.evs, w.evs.critical[ev], w.minute
-        req = _built(
+        req = built(
             EVRequest,
             id=ev + 1,
             klass=CLASS_NAMES[evs.klass[ev]],
@@ -136,8 +136,8 @@ def build_observation(w: World, done: bool) -> Observation:
             patience_left_min=evs.patience_minute[ev] - now,
         )
         deferrals = defer_options(w, ev)
-    view, memo = _tick_view(w, done)
-    return _built(
+    view, memo = city_part_of_the_tick(w, done, _city_view)
+    return built(
         Observation,
         done=done,
         request=req,
@@ -152,29 +152,12 @@ def build_observation(w: World, done: bool) -> Observation:
     )
 
 
-def _built(cls: type[T], **fields: Any) -> T:
-    """An instance of the frozen dataclass ``cls`` holding ``fields`` (all of them).
-
-    Without the generated ``__init__``, which sets each field through
-    ``object.__setattr__``: a fifth of the cost of an observation. Tests check the
-    result equals the one ``__init__`` builds.
-    """
-    obj = object.__new__(cls)
-    obj.__dict__.update(fields)
-    return obj
-
-
-def _tick_view(w: World, done: bool) -> tuple[dict[str, Any], dict[str, Any]]:
+def _city_view(w: World) -> dict[str, Any]:
     """The observation's city part: the same for every decision of one tick.
 
-    Built once per tick and shared by that tick's observations, its arrays
-    read-only. Between two decisions of a tick only a LOAD_SHIFT changes the city
-    (station caps and the shifts left), so a tick's view is keyed by the tick and
-    the LOAD_SHIFTs made in it (tests compare it with a fresh one at every step).
+    Its arrays are read-only: ``fast.city_part_of_the_tick`` shares them between
+    the tick's observations.
     """
-    key = (w.tick, w.shifts_this_tick, done)
-    if w.obs_cache is not None and w.obs_cache[0] == key:
-        return w.obs_cache[1]
     t = w._t()
     horizon = slice(t, min(w.n_ticks, t + FORECAST_TICKS))
     grid = w.grid_now
@@ -182,7 +165,7 @@ def _tick_view(w: World, done: bool) -> tuple[dict[str, Any], dict[str, Any]]:
     fc = (w.background[horizon] + asked) / w.tables.capacity_kw[horizon]
     shifted = w.shift_until > w.tick
     util = _frozen(np.array(grid.utilisation, dtype=float))
-    view = {
+    return {
         "tick": w.tick,
         "n_ticks": w.n_ticks,
         "clock": w.clock(),
@@ -205,8 +188,6 @@ def _tick_view(w: World, done: bool) -> tuple[dict[str, Any], dict[str, Any]]:
         ),
         "station_names": w.tables.station_names,
     }
-    w.obs_cache = (key, (view, {}))
-    return w.obs_cache[1]
 
 
 def _frozen(a: np.ndarray) -> np.ndarray:

@@ -144,7 +144,7 @@ class World:
         self.shift_cap_kw = tables.limit_kw.copy()
         self.shifts_this_tick = 0
         self.station_kw = np.zeros(S)  # [kW] mean power over the last tick
-        self.obs_cache: tuple | None = None  # observation.py's view of this tick
+        self.obs_cache: tuple | None = None  # the tick's observation part (fast.py)
         # Feeders: the grid model carries the stations' load, tick by tick.
         self.background = tables.background_kw * feeder_noise  # (T, F) [kW]
         self.grid = make_grid_model(config.grid, tables, self.background)

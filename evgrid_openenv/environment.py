@@ -27,6 +27,7 @@ from evgrid_core.actions import MAX_ACTION_CHARS
 from evgrid_core.observation import Observation as CoreObservation
 from evgrid_core.observation import render_text
 
+from .fast import unvalidated
 from .models import (
     EVGridAction,
     EVGridObservation,
@@ -35,7 +36,6 @@ from .models import (
     EVRequestView,
     GridView,
     RewardParts,
-    unvalidated,
 )
 
 ENV_NAME = "evgrid"

@@ -15,7 +15,7 @@ refused with a validation error.
 
 from __future__ import annotations
 
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal
 
 from openenv.core.env_server.types import Action, Observation, State
 from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
@@ -276,65 +276,6 @@ class EVGridObservation(Observation):
         default=None, description="The EV the last step decided (null after reset)."
     )
     tick: int = Field(default=0, description="Tick after the last step.")
-
-    def model_dump(self, **kwargs: Any) -> dict[str, Any]:
-        """Pydantic's dump; OpenEnv's per-step call is written out by hand.
-
-        OpenEnv's server dumps each observation with ``exclude={"reward", "done"}``
-        and then writes that dict as JSON. Every value here is a plain str, number,
-        bool, None or list of them (the grid's lists come from the core), so that
-        dict is built directly, the lists handed over as they are (pydantic would
-        copy some 600 values first). The result equals pydantic's, key order
-        included (tested). Any other call, or metadata set, is pydantic's own.
-        """
-        if (
-            self.grid is None
-            or self.metadata
-            or kwargs.keys() != {"exclude"}
-            or kwargs["exclude"] != _OPENENV
-        ):
-            return super().model_dump(**kwargs)
-        grid = self.grid.__dict__
-        request = grid["request"]
-        return {  # EVGridObservation's field order, less reward and done
-            "metadata": {},
-            "prompt": self.prompt,
-            "grid": {
-                **grid,
-                "request": None if request is None else dict(request.__dict__),
-            },
-            "reward_parts": dict(self.reward_parts.__dict__),
-            "valid": self.valid,
-            "reason": self.reason,
-            "action": self.action,
-            "ev": self.ev,
-            "tick": self.tick,
-        }
-
-
-_OPENENV = {"reward", "done"}  # what OpenEnv's serialize_observation leaves out
-
-
-ModelT = TypeVar("ModelT", bound=BaseModel)
-_set = object.__setattr__
-
-
-def unvalidated(model: type[ModelT], values: dict[str, Any]) -> ModelT:
-    """``model`` holding ``values`` as given, for data these models already typed.
-
-    What ``model_construct`` leaves behind (no validation, the values not copied),
-    without its walk over every field in Python: a third of its cost, where the
-    server builds four of these per step. ``values`` names every field, in field
-    order (tests check the result equals pydantic's validation of the same data).
-    Only for these plain models: no private attributes, no extra fields, no
-    ``model_post_init``.
-    """
-    obj = model.__new__(model)
-    _set(obj, "__dict__", values)
-    _set(obj, "__pydantic_fields_set__", set(values))
-    _set(obj, "__pydantic_extra__", None)
-    _set(obj, "__pydantic_private__", None)
-    return obj
 
 
 # --- State --------------------------------------------------------------------------

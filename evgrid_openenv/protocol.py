@@ -26,11 +26,11 @@ from openenv.core.env_server.mcp_types import (
     JsonRpcResponse,
     McpMethod,
 )
-from openenv.core.env_server.serialization import serialize_observation
 from pydantic import ValidationError
 from pydantic_core import PydanticSerializationError, from_json, to_json
 
 from .environment import EVGridEnvironment, EVGridRequestError, describe_errors
+from .fast import observation_frame
 from .models import EVGridAction, EVGridResetParams, EVGridStepRequest
 
 # [chars] the longest /ws message or HTTP body read. A step message is at most about
@@ -199,7 +199,7 @@ def reset(env: EVGridEnvironment, data: Any) -> dict[str, Any]:
         )
     except EVGridRequestError as e:  # the core checks before touching the episode
         raise _refused(e) from None
-    return serialize_observation(obs)
+    return observation_frame(obs)
 
 
 def step_action(data: Any, what: str = "step data (the action)") -> EVGridAction:
@@ -232,7 +232,7 @@ def step(env: EVGridEnvironment, action: EVGridAction) -> dict[str, Any]:
         obs = env.step(action)
     except EVGridRequestError as e:  # raised before the episode is touched
         raise _refused(e) from None
-    return serialize_observation(obs)
+    return observation_frame(obs)
 
 
 # --- Answer ---------------------------------------------------------------------------

@@ -8,34 +8,10 @@ from typing import Any
 from .config import TrainConfig
 from .data import StateCache
 from .model import load_model, lora_config, merge_and_save, trainer_precision
+from .patches import score_completion_tokens_only_on_cpu
 from .rewards import EnvRewards
 
 REPLAY_COLUMNS = ("scenario", "seed", "step", "generator")
-
-
-def score_completion_tokens_only_on_cpu() -> bool:
-    """Make TRL score only completion positions on CPU, as it does on CUDA.
-
-    TRL 1.16's fused log-prob path scores every position (the ~600 prompt tokens
-    too, against Qwen's 151,936-token vocabulary) when Triton is absent, to avoid
-    recompiling on accelerators with static shapes. Eager CPU has no such cost, so
-    the compact path (completion tokens only, torch tiles) is ~40x cheaper and gives
-    the same log-probs. Returns whether the switch was made (private TRL name).
-    """
-    try:
-        from trl.trainer import utils as trl_utils
-    except ImportError:
-        return False
-    original = getattr(trl_utils, "_use_triton", None)
-    if original is None or getattr(original, "_evgrid_cpu_compact", False):
-        return original is not None
-
-    def use_compact(device):  # noqa: ANN001, ANN202
-        return device.type == "cpu" or original(device)
-
-    use_compact._evgrid_cpu_compact = True  # type: ignore[attr-defined]
-    trl_utils._use_triton = use_compact
-    return True
 
 
 def run_grpo(
