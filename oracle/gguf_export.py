@@ -284,3 +284,64 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
+
+
+def merge_lora_gguf(
+    base: str | Path, adapter: str | Path, dst: str | Path, quant: str = "Q8_0"
+) -> Path:
+    """A GGUF with a LoRA adapter GGUF folded into its weights, quantised to ``quant``.
+
+    Each adapted matrix becomes ``W + alpha/r * B @ A`` (``W`` dequantised from the
+    base, ``A`` and ``B`` the adapter's ``.lora_a``/``.lora_b``); every other tensor and
+    every metadata field is copied. The sum is written as f32 and llama.cpp's own
+    quantiser rounds it once. llama.cpp then runs one set of weights instead of the
+    base plus the adapter's two extra products per matrix (a faster decision).
+    """
+    import numpy as np
+    from gguf import GGMLQuantizationType, GGUFReader, GGUFValueType, GGUFWriter
+    from gguf.quants import dequantize
+
+    lora = GGUFReader(str(adapter))
+    if bytes(lora.fields["adapter.type"].parts[-1]).decode() != "lora":
+        raise ValueError(f"{adapter} is not a LoRA adapter GGUF")
+    alpha = float(lora.fields["adapter.lora.alpha"].parts[-1][0])
+    pairs: dict[str, dict[str, np.ndarray]] = {}
+    for t in lora.tensors:
+        name, _, part = t.name.rpartition(".")
+        pairs.setdefault(name, {})[part] = dequantize(t.data, t.tensor_type)
+    reader = GGUFReader(str(base))
+    arch = bytes(reader.fields["general.architecture"].parts[-1]).decode()
+    out = Path(dst)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    f32 = out.with_name(out.name + ".f32.part")
+    writer = GGUFWriter(str(f32), arch)
+    for field in reader.fields.values():
+        if field.name.startswith("GGUF.") or field.name in (
+            "general.architecture",
+            "general.file_type",
+        ):
+            continue
+        vtype = GGUFValueType(field.types[0])
+        sub = GGUFValueType(field.types[-1]) if vtype == GGUFValueType.ARRAY else None
+        writer.add_key_value(field.name, field.contents(), vtype, sub_type=sub)
+    done = set()
+    for t in reader.tensors:
+        w = dequantize(t.data, t.tensor_type).astype(np.float32)
+        ab = pairs.get(t.name)
+        if ab is not None:
+            a, b = ab["lora_a"], ab["lora_b"]  # (r, in), (out, r)
+            w = w + (alpha / a.shape[0]) * (b.astype(np.float32) @ a.astype(np.float32))
+            done.add(t.name)
+        writer.add_tensor(t.name, w, raw_dtype=GGMLQuantizationType.F32)
+    if done != set(pairs):
+        raise ValueError(
+            f"adapter tensors with no base tensor: {sorted(set(pairs) - done)}"
+        )
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    try:
+        return quantize_gguf(f32, out, quant)
+    finally:
+        f32.unlink(missing_ok=True)

@@ -18,8 +18,8 @@ import re
 
 import numpy as np
 
-from evgrid_core import ACTION_SYNTAX, ChargerKind, Observation
-from evgrid_core.actions import ID_DIGITS, MAX_ACTION_CHARS
+from evgrid_core import ACTION_SYNTAX, ChargerKind, Observation, format_action
+from evgrid_core.actions import ID_DIGITS, MAX_ACTION_CHARS, Defer, LoadShift, Route
 
 # --- GBNF building blocks -------------------------------------------------------------
 
@@ -115,18 +115,20 @@ def allowed_actions(obs: Observation) -> list[str]:
     r = obs.request
     if obs.done or r is None:
         return []
-    lines = [
-        f"ROUTE E{r.id} S{s} {k}" for s, kinds in _route_choices(obs) for k in kinds
+    actions: list[Route | Defer | LoadShift] = [
+        Route(r.id, s, ChargerKind[k])
+        for s, kinds in _route_choices(obs)
+        for k in kinds
     ]
-    lines += [f"DEFER E{r.id} {m}" for m in _defer_choices(obs)]
+    actions += [Defer(r.id, int(m)) for m in _defer_choices(obs)]
     caps, minutes = _field_values("LOAD_SHIFT", 1), _field_values("LOAD_SHIFT", 2)
-    lines += [
-        f"LOAD_SHIFT S{s} {c} {m}"
+    actions += [
+        LoadShift(s, int(c), int(m))
         for s in _shift_stations(obs)
         for c in caps
         for m in minutes
     ]
-    return lines
+    return [format_action(a) for a in actions]
 
 
 def step_grammar(obs: Observation, *, load_shift: bool = True) -> str | None:

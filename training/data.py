@@ -23,15 +23,11 @@ from .config import DataConfig
 # --- Prompt --------------------------------------------------------------------
 
 
-def prompt_messages(
-    env: EVGridEnv, max_stations: int = 8, prompt: str = "observation"
-) -> list[dict[str, str]]:
-    """The chat messages the Oracle sees in this state (oracle.prompt: one builder
-    per ``prompt``: ``observation`` or ``decision``)."""
-    from oracle.prompt import chat_messages, decision_prompt
+def prompt_messages(env: EVGridEnv, max_stations: int = 8) -> list[dict[str, str]]:
+    """The chat messages the Oracle sees in this state (``oracle.prompt``'s
+    observation prompt: its answer is an action line)."""
+    from oracle.prompt import chat_messages
 
-    if prompt == "decision":
-        return list(decision_prompt(env.observation(), max_stations).messages)
     return chat_messages(env.observation(), max_stations)
 
 
@@ -136,7 +132,7 @@ def _episode_rows(
             "expert_action": expert_action,
         }
         if with_prompt:
-            row["prompt"] = prompt_messages(state, cfg.prompt_stations, cfg.prompt)
+            row["prompt"] = prompt_messages(state, cfg.prompt_stations)
             row["completion"] = [{"role": "assistant", "content": expert_action}]
         rows.append(row)
     return rows

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from evgrid_core import Invalid, aggregate, parse_action, validate_action
+from evgrid_core import Invalid, aggregate, parse_action
 
 from .data import StateCache
 
@@ -76,7 +76,7 @@ def validity(
             continue
         parsed_ok += 1
         env = cache.restore(r["scenario"], r["seed"], r["step"], r["generator"])
-        valid_ok += validate_action(env.world, parsed)[0]
+        valid_ok += env.validate(parsed)[0]
         matches += text == r["expert_action"]
     n = max(1, len(rows))
     return {
@@ -126,16 +126,19 @@ class HFPolicy:
     def act(self, obs: Any) -> str:
         from oracle.prompt import chat_messages, decision_prompt
 
-        if self.prompt == "decision":
-            messages = list(decision_prompt(obs, self.max_stations).messages)
+        options = None
+        if self.prompt == "decision":  # answered by a letter naming a listed line
+            options = decision_prompt(obs, self.max_stations)
+            messages = list(options.messages)
         else:
             messages = chat_messages(obs, self.max_stations)
-        return generate_actions(
+        text = generate_actions(
             self.model,
             self.tok,
             [messages],
             max_new_tokens=self.max_new_tokens,
         )[0]
+        return (options.line(text) or text) if options is not None else text
 
 
 # --- The exported GGUF under the grammar ----------------------------------------------

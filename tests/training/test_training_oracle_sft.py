@@ -92,7 +92,7 @@ def test_a_resumed_run_equals_an_unbroken_one_and_ships(tmp_path, monkeypatch) -
         data=dataclasses.replace(
             base.data, scenarios=(SCENARIO,), train_seeds=(0, 2),
             label_eval_seeds=(2, 3), heldout_seeds=(900_000, 900_001),
-            states_per_episode=2, prompt="decision", prompt_stations=3,
+            states_per_episode=2, prompt_stations=3,
         ),
         sft=dataclasses.replace(
             base.sft, steps=4, batch_size=2, learning_rate=1e-3, full_finetune=False,
