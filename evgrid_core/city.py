@@ -95,6 +95,8 @@ class Feeder:
     peak_background: float  # [0-1] background load / capacity at the daily peak hour
 
 
+N_STATIONS = len(_STATIONS)
+
 # Capacity: a BESCOM 11 kV Rabbit line "will carry up to 3,000 kVA" [V] (Deccan
 # Herald); 11 kV x 200-300 A = 3.8-5.7 MVA [A]; suggested 3-5 MW [A]. Peak
 # background fractions are set so the limit binds at the evening peak once EVs

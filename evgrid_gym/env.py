@@ -36,8 +36,9 @@ from evgrid_core import (
     SimConfig,
 )
 from evgrid_core.chargers import N_KINDS
+from evgrid_core.city import FEEDERS, N_STATIONS
 
-N_STATIONS, N_FEEDERS = 25, 6
+N_FEEDERS = len(FEEDERS)
 N_ROUTE = N_STATIONS * N_KINDS
 N_DEFER = len(DEFER_MINUTES)
 N_SHIFT = N_STATIONS * len(SHIFT_CAP_PCT) * len(SHIFT_MINUTES)
