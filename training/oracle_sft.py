@@ -309,7 +309,8 @@ def _train(
         opt.load_state_dict(torch.load(done[-1] / "optimizer.pt"))
     listed = [r for r in data["train"] if r["answer"]]  # the rest cannot be answered
     encoded = tokenize_rows(tok, listed, cfg.model.max_seq_length)
-    letter_ids, teacher = teacher_targets(tok, listed, s.teacher_temperature)
+    if s.teacher_weight > 0:  # rows cached by an older run have no teacher scores
+        letter_ids, teacher = teacher_targets(tok, listed, s.teacher_temperature)
     held_opt = eval_subset(data["heldout_optimum"], s.eval_states, cfg.seed)
     held_play = eval_subset(data["heldout_played"], s.eval_states, cfg.seed)
     history: list[dict[str, Any]] = state["history"]
