@@ -278,7 +278,7 @@ def _train(
 
     from .logs import plot_curves, write_csv
     from .model import base_model_path, load_model, lora_config
-    from .sft import answer_loss, collate, lr_factor, tokenize_rows
+    from .sft import adamw, answer_loss, begin_step, collate, tokenize_rows
 
     s, out = cfg.sft, cfg.out
     t0 = time.perf_counter()
@@ -302,15 +302,14 @@ def _train(
         model = get_peft_model(model, lora_config(cfg, layers))
         state = {"step": 0, "history": [], "train_s": 0.0}
     params = [p for p in model.parameters() if p.requires_grad]
-    opt = torch.optim.AdamW(
-        params, lr=s.learning_rate, weight_decay=0.0, eps=s.adam_epsilon
-    )
+    opt = adamw(params, s)
     if done:
         opt.load_state_dict(torch.load(done[-1] / "optimizer.pt"))
     listed = [r for r in data["train"] if r["answer"]]  # the rest cannot be answered
     encoded = tokenize_rows(tok, listed, cfg.model.max_seq_length)
-    if s.teacher_weight > 0:  # rows cached by an older run have no teacher scores
-        letter_ids, teacher = teacher_targets(tok, listed, s.teacher_temperature)
+    soft_targets = None  # rows cached by an older run have no teacher scores
+    if s.teacher_weight > 0:
+        soft_targets = teacher_targets(tok, listed, s.teacher_temperature)
     held_opt = eval_subset(data["heldout_optimum"], s.eval_states, cfg.seed)
     held_play = eval_subset(data["heldout_played"], s.eval_states, cfg.seed)
     history: list[dict[str, Any]] = state["history"]
@@ -320,10 +319,7 @@ def _train(
     while step < stop:
         step += 1
         t = time.perf_counter()
-        lr = s.learning_rate * lr_factor(step, s.steps, s.warmup_steps, s.lr_schedule)
-        for group in opt.param_groups:
-            group["lr"] = lr
-        opt.zero_grad(set_to_none=True)
+        lr = begin_step(opt, s, step)
         total = 0.0
         for micro in range(s.grad_accum):
             rng = np.random.default_rng([cfg.seed, step, micro])
@@ -332,7 +328,8 @@ def _train(
             )
             ids, mask, amask, k = collate([encoded[i] for i in pick], tok.pad_token_id)
             soft = None
-            if s.teacher_weight > 0:
+            if soft_targets is not None:
+                letter_ids, teacher = soft_targets
                 soft = (teacher[pick], letter_ids, s.teacher_weight)
             loss = answer_loss(model, ids, mask, amask, k, soft) / s.grad_accum
             loss.backward()

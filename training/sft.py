@@ -67,6 +67,25 @@ def encode_batch(
     return collate(tokenize_rows(tok, rows, max_len), tok.pad_token_id)
 
 
+def adamw(params: list[Any], s: Any) -> Any:
+    """The SFT optimizer of a preset's ``[sft]`` (``s``): AdamW, no weight decay."""
+    import torch
+
+    return torch.optim.AdamW(
+        params, lr=s.learning_rate, weight_decay=0.0, eps=s.adam_epsilon
+    )
+
+
+def begin_step(opt: Any, s: Any, step: int) -> float:
+    """Set optimizer step ``step``'s learning rate (the preset's schedule) and clear
+    the gradients; returns the learning rate."""
+    lr = s.learning_rate * lr_factor(step, s.steps, s.warmup_steps, s.lr_schedule)
+    for group in opt.param_groups:
+        group["lr"] = lr
+    opt.zero_grad(set_to_none=True)
+    return lr
+
+
 def lr_factor(step: int, steps: int, warmup_steps: int, schedule: str) -> float:
     """Share of the peak learning rate at optimizer step ``step`` (1-based)."""
     if step <= warmup_steps:
@@ -131,18 +150,13 @@ def run_sft(
         model = get_peft_model(model, lora_config(cfg, model.config.num_hidden_layers))
     model.train()
     params = [p for p in model.parameters() if p.requires_grad]
-    opt = torch.optim.AdamW(
-        params, lr=s.learning_rate, weight_decay=0.0, eps=s.adam_epsilon
-    )
+    opt = adamw(params, s)
     encoded = tokenize_rows(tok, rows, cfg.model.max_seq_length)  # once, not per step
     rng = np.random.default_rng([cfg.seed, 0x5F7])
     autocast = device == "cuda"
     history: list[dict[str, Any]] = []
     for step in range(1, s.steps + 1):
-        lr = s.learning_rate * lr_factor(step, s.steps, s.warmup_steps, s.lr_schedule)
-        for group in opt.param_groups:
-            group["lr"] = lr
-        opt.zero_grad(set_to_none=True)
+        lr = begin_step(opt, s, step)
         total = 0.0
         for _ in range(s.grad_accum):
             pick = rng.choice(
