@@ -6,19 +6,34 @@ background, EV load carried and shed, utilisation, and per station the factor it
 EV energy is scaled by when protection sheds. The reward's grid terms
 (``reward.feeder_stress``) and the KPIs read only the ``GridTick``.
 
-``FeederSum`` (the default) adds each feeder's stations to its background load.
-Another model (an AC power flow) is a class with the same ``carry`` and a row in
+``FeederSum`` (``"feeder_sum"``, the default) adds each feeder's stations to its
+background load. The network models carry the same kW by the same rule and add the
+feeders' AC state as radial networks (``network.py``) in ``GridTick.network``:
+``LinDistFlow`` (``"lindistflow"``, numpy, here) and the pandapower reference
+(``"ac"``, the ``evgrid_ac`` package, loaded through the ``evgrid.grid_models``
+entry points). Another model is a class with the same ``carry`` and a row in
 ``GRID_MODELS``; ``SimConfig.grid`` names the one an episode uses.
 """
 
 from __future__ import annotations
 
+import importlib
+import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass
+from importlib.metadata import entry_points
+from pathlib import Path
 from typing import Protocol
 
 import numpy as np
 
+from .distflow import LinDistFlowSolver, NetworkState
+from .network import (
+    Network,
+    background_injections,
+    city_network,
+    station_injections,
+)
 from .tables import ScenarioTables
 
 
@@ -32,6 +47,9 @@ class GridTick:
     shed_kw: np.ndarray  # (F,) [kW] EV load asked but shed by protection (read-only)
     utilisation: list[float]  # (F,) [0-1] load carried / capacity
     station_factor: np.ndarray | None  # (S,) each station's EV energy x this; None: 1
+    # The network models' bus voltages, branch loading and losses (diagnostics that
+    # no reward, KPI or observation reads yet); None for the feeder sum.
+    network: NetworkState | None = None
 
 
 class GridModel(Protocol):
@@ -106,8 +124,85 @@ class FeederSum:
         return GridTick(cap, bg, ev_kw, shed, util, factor)
 
 
+# --- The network models -----------------------------------------------------------
+class NetworkGridModel:
+    """A feeder sum whose ticks also carry the network's AC state.
+
+    What the feeders carry (EV kW, protection, utilisation) is ``FeederSum``'s, to
+    the bit; the carried loads (background spread over the buses, each station's
+    EV kW after protection) then go to ``solve``. Limits on voltage or transformer
+    loading are not rules yet: the state is reported, not acted on.
+    """
+
+    def __init__(self, tables: ScenarioTables, background_kw: np.ndarray) -> None:
+        self.feeders = FeederSum(tables, background_kw)
+        self.network = city_network()
+        # The episode's background loads at every bus, once (T, B) [kW], [kvar].
+        self.background_p, self.background_q = background_injections(
+            self.network, background_kw
+        )
+
+    def solve(self, p_kw: np.ndarray, q_kvar: np.ndarray) -> NetworkState:
+        raise NotImplementedError
+
+    def carry(self, tick: int, station_kw: np.ndarray) -> GridTick:
+        g = self.feeders.carry(tick, station_kw)
+        carried = (
+            station_kw if g.station_factor is None else station_kw * g.station_factor
+        )
+        # network.bus_injections, with the background part computed per episode
+        ev_p, ev_q = station_injections(self.network, carried)
+        state = self.solve(
+            self.background_p[tick] + ev_p, self.background_q[tick] + ev_q
+        )
+        return GridTick(g.capacity_kw, g.background_kw, g.ev_kw, g.shed_kw,
+                        g.utilisation, g.station_factor, state)  # fmt: skip
+
+
+class LinDistFlow(NetworkGridModel):
+    """The network's state by the linearised DistFlow (``distflow.py``)."""
+
+    def __init__(self, tables: ScenarioTables, background_kw: np.ndarray) -> None:
+        super().__init__(tables, background_kw)
+        self.solver = _solver(self.network)
+
+    def solve(self, p_kw: np.ndarray, q_kvar: np.ndarray) -> NetworkState:
+        return self.solver.solve(p_kw, q_kvar)
+
+
+_solvers: dict[int, tuple[Network, LinDistFlowSolver]] = {}
+
+
+def _solver(network: Network) -> LinDistFlowSolver:
+    """One solver per network in a process (its matrices are read-only)."""
+    if id(network) not in _solvers:
+        _solvers[id(network)] = (network, LinDistFlowSolver(network))
+    return _solvers[id(network)][1]
+
+
 # --- Registry ------------------------------------------------------------------------
-GRID_MODELS: dict[str, GridFactory] = {"feeder_sum": FeederSum}
+GRID_MODELS: dict[str, GridFactory] = {
+    "feeder_sum": FeederSum,
+    "lindistflow": LinDistFlow,
+}
+# Grid models of layers above the core (the AC reference): entry points of this
+# group, name = module whose import registers the model; the checkout's
+# pyproject.toml is read too, so a checkout not reinstalled since still finds them.
+PLUGIN_GROUP = "evgrid.grid_models"
+_CHECKOUT_PYPROJECT = Path(__file__).resolve().parents[1] / "pyproject.toml"
+
+
+def plugin_modules() -> dict[str, str]:
+    """name -> module of every grid-model plugin."""
+    found = {ep.name: ep.module for ep in entry_points(group=PLUGIN_GROUP)}
+    if _CHECKOUT_PYPROJECT.is_file():
+        with _CHECKOUT_PYPROJECT.open("rb") as f:
+            project = tomllib.load(f).get("project", {})
+        for name, value in (
+            project.get("entry-points", {}).get(PLUGIN_GROUP, {}).items()
+        ):
+            found.setdefault(name, value.partition(":")[0].strip())
+    return found
 
 
 def register_grid_model(name: str, factory: GridFactory) -> None:
@@ -118,6 +213,11 @@ def register_grid_model(name: str, factory: GridFactory) -> None:
 def make_grid_model(
     name: str, tables: ScenarioTables, background_kw: np.ndarray
 ) -> GridModel:
+    if name not in GRID_MODELS and name in (plugins := plugin_modules()):
+        try:
+            importlib.import_module(plugins[name])  # registers the model
+        except ImportError as e:
+            raise ValueError(f"grid model {name!r} cannot load: {e}") from e
     try:
         factory = GRID_MODELS[name]
     except KeyError:

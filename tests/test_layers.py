@@ -26,6 +26,9 @@ ALLOWED: dict[str, frozenset[str]] = {
     "viz": frozenset({"evgrid_core"}),
     "evgrid_openenv": frozenset({"evgrid_core"}),
     "evgrid_gym": frozenset({"evgrid_core"}),
+    # The AC power-flow reference (pandapower): a grid model registered in the
+    # core's registry (the `evgrid.grid_models` entry points), never imported by it.
+    "evgrid_ac": frozenset({"evgrid_core"}),
     "main": frozenset({"viz"}),  # main.py: the city view's entry point
     "server": frozenset({"evgrid_openenv"}),  # server.py: the server's entry point
     # The console script is the one door to the rest: each `evgrid` command hands

@@ -1,0 +1,79 @@
+"""The core's network description as a pandapower net, and one AC solve on it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from evgrid_core.distflow import NetworkState
+from evgrid_core.network import BASE_MVA, Network
+
+INSTALL_HINT = "the AC reference needs pandapower: pip install 'ev-grid-oracle[ac]'"
+
+
+def _pandapower() -> Any:
+    try:
+        import pandapower
+    except ImportError as e:
+        raise ImportError(f"{INSTALL_HINT} ({e})") from e
+    return pandapower
+
+
+class PandapowerNet:
+    """A pandapower net of ``network`` (bus i = core bus i) with one load per bus,
+    solved by Newton-Raphson for each set of loads."""
+
+    def __init__(self, network: Network) -> None:
+        pp = _pandapower()
+        self.pp, self.network = pp, network
+        net = pp.create_empty_network(sn_mva=BASE_MVA)
+        for b in network.buses:
+            pp.create_bus(net, vn_kv=b.vn_kv, name=b.name)
+        for s in network.slack:
+            pp.create_ext_grid(net, s, vm_pu=1.0, va_degree=0.0)
+        line_rows, trafo_rows = [], []
+        for i, br in enumerate(network.branches):
+            if br.transformer is not None:
+                t = br.transformer
+                pp.create_transformer_from_parameters(
+                    net, br.from_bus, br.to_bus, sn_mva=t.sn_kva / 1000.0,
+                    vn_hv_kv=t.vn_hv_kv, vn_lv_kv=t.vn_lv_kv, vkr_percent=t.vkr_percent,
+                    vk_percent=t.vk_percent, pfe_kw=0.0, i0_percent=0.0, name=br.name,
+                )  # fmt: skip
+                trafo_rows.append(i)
+            else:
+                c = br.conductor
+                assert c is not None
+                pp.create_line_from_parameters(
+                    net, br.from_bus, br.to_bus, length_km=br.length_km,
+                    r_ohm_per_km=c.r_ohm_per_km, x_ohm_per_km=c.x_ohm_per_km,
+                    c_nf_per_km=0.0, max_i_ka=c.max_i_ka, name=br.name,
+                )  # fmt: skip
+                line_rows.append(i)
+        n = len(network.buses)
+        pp.create_loads(net, list(range(n)), p_mw=np.zeros(n), q_mvar=np.zeros(n))
+        self.net = net
+        self.line_rows, self.trafo_rows = np.array(line_rows), np.array(trafo_rows)
+        self.solved = False
+
+    def solve(self, p_kw: np.ndarray, q_kvar: np.ndarray) -> NetworkState:
+        """Newton-Raphson with loads ``p_kw`` [kW], ``q_kvar`` [kvar] at every bus."""
+        net = self.net
+        net.load["p_mw"] = p_kw / 1000.0
+        net.load["q_mvar"] = q_kvar / 1000.0
+        self.pp.runpp(
+            net, algorithm="nr", init="results" if self.solved else "flat",
+            calculate_voltage_angles=True, numba=False, tolerance_mva=1e-9,
+        )  # fmt: skip
+        self.solved = True
+        n_br = len(self.network.branches)
+        loading, losses = np.zeros(n_br), np.zeros(n_br)
+        if len(self.line_rows):
+            loading[self.line_rows] = net.res_line["loading_percent"].to_numpy() / 100
+            losses[self.line_rows] = net.res_line["pl_mw"].to_numpy() * 1000.0
+        if len(self.trafo_rows):
+            loading[self.trafo_rows] = net.res_trafo["loading_percent"].to_numpy() / 100
+            losses[self.trafo_rows] = net.res_trafo["pl_mw"].to_numpy() * 1000.0
+        vm = net.res_bus["vm_pu"].to_numpy().copy()
+        return NetworkState(self.network, vm, loading, losses)

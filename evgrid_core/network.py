@@ -1,0 +1,388 @@
+"""The six BESCOM feeders as radial AC networks: buses, line sections and
+transformers, as data.
+
+One description serves every network grid model: the linearised DistFlow in the
+core (``distflow.py``) reads its per-unit impedances, and the AC reference
+(``evgrid_ac``) builds its pandapower net from it, so no number lives twice.
+
+Each feeder (``city.FEEDERS``) is built from the city's tables by one rule:
+
+* a 66 kV grid bus (the slack, 1.0 p.u.) and a 66/11 kV substation transformer
+  to the feeder's 11 kV busbar, placed at the locality of the feeder's stations
+  with the least road km to all the others;
+* line sections along the road graph (``city.graph``, BMTC road km): the union of
+  the shortest road paths from the substation's locality to each station's, one
+  11 kV bus per locality on them (distribution lines follow the roads) [A];
+* per station a short 11 kV tap (``TAP_KM``) and a distribution transformer sized
+  from the station's limit by the BESCOM mapping (``dt_kva``), the EV load on its
+  low-voltage side;
+* the feeder's background load spread equally over its locality buses [A].
+
+Tags as in ``shared/reference/bangalore``: [V] stated in the cited source, [D]
+derived from cited data, [A] an assumption. Sources: ``bangalore_facts.md`` (§1.4,
+§3.2) and ``power-flow.md`` in ``shared/reference``, and the Indian standards named
+beside each number (IS 398-2 for ACSR conductors, IS 1180-1 for distribution
+transformers), which are not in ``shared/reference``: [A] until checked there.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import cache, cached_property
+
+import networkx as nx
+import numpy as np
+
+from .city import City, load_city
+
+BASE_MVA = 1.0  # [MVA] the per-unit power base (pandapower's default too)
+FREQUENCY_HZ = 50.0  # [Hz] the Indian grid
+
+# --- Conductors -------------------------------------------------------------------
+OPERATING_C = 50.0  # [degC] conductor temperature for resistance [A]
+ALPHA_AL = (
+    0.00403  # [1/degC] resistance temperature coefficient of aluminium (IS 398-2)
+)
+GMD_M = 1.0  # [m] geometric mean spacing of an 11 kV crossarm's phases [A]
+
+
+@dataclass(frozen=True, slots=True)
+class Conductor:
+    """A line type: per-km series impedance and thermal rating (line charging of
+    these short 11 kV lines is neglected: about 0.4 kvar per km at 10 nF/km [A])."""
+
+    name: str
+    r_ohm_per_km: float  # [ohm/km] at OPERATING_C
+    x_ohm_per_km: float  # [ohm/km] at 50 Hz
+    max_i_ka: float  # [kA] thermal rating per phase
+
+
+def acsr(name: str, r20_ohm_per_km: float, diameter_mm: float, max_i_ka: float):
+    """An ACSR overhead conductor from its standard data: DC resistance at 20 degC,
+    overall diameter and rating; x from the crossarm spacing (``GMD_M``) and the
+    conductor's geometric mean radius (0.7788 r, the solid-conductor value [A])."""
+    r = r20_ohm_per_km * (1 + ALPHA_AL * (OPERATING_C - 20.0))
+    gmr_m = 0.7788 * diameter_mm / 2000.0
+    x = 2 * math.pi * FREQUENCY_HZ * 2e-4 * math.log(GMD_M / gmr_m)  # [ohm/km]
+    return Conductor(name, r, x, max_i_ka)
+
+
+# R20 and diameters: IS 398 (Part 2) ACSR tables (Rabbit 6/1/3.35 mm, 50 mm2 Al;
+# Dog 6/4.72 + 7/1.57 mm, 100 mm2 Al). Ratings: a BESCOM 11 kV Rabbit line "will
+# carry load up to 3,000 kVA" [V] (Deccan Herald, facts §3.2) = 157 A [D]; Dog at
+# 300 A, the top of the facts' 200-300 A rule of thumb for an 11 kV feeder [A].
+CONDUCTORS = (
+    acsr("Rabbit", 0.5524, 10.05, 3000.0 / (math.sqrt(3) * 11.0) / 1000.0),
+    acsr("Dog", 0.2792, 14.15, 0.300),
+)
+
+# --- Transformers ------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class TransformerType:
+    """A two-winding transformer: rating, voltages and short-circuit impedance
+    (no-load losses and magnetising current neglected [A])."""
+
+    name: str
+    sn_kva: float  # [kVA] rating
+    vn_hv_kv: float  # [kV]
+    vn_lv_kv: float  # [kV]
+    vk_percent: float  # [%] short-circuit impedance on its own rating
+    vkr_percent: float  # [%] its resistive part (load losses at rated current)
+
+
+# 66/11 kV substation transformer: 12.5 MVA, 10 % impedance, 0.5 % load losses,
+# nominal tap (no on-load tap changer modelled) [A]: no KPTCL station data was
+# found. It carries this one feeder alone (the other feeders of a real station are
+# not modelled) [A].
+SUBSTATION_TRANSFORMER = TransformerType(
+    "66/11 kV 12.5 MVA", 12500.0, 66.0, 11.0, 10.0, 0.5
+)
+LV_KV = 0.415  # [kV] the distribution transformers' secondary (IS 1180-1: 433 V no-load) [A: nominal ratio]
+DT_SIZES_KVA = (
+    25.0,
+    63.0,
+    100.0,
+    250.0,
+    500.0,
+)  # [kVA] BESCOM's DT sizes [V] (NIE 2022-03-31)
+DT_VK_PERCENT = 4.5  # [%] IS 1180-1 impedance for 11 kV DTs up to 630 kVA [A]
+DT_VKR_PERCENT = 1.2  # [%] load losses at rated current [A]
+
+
+def dt_kva(limit_kw: float) -> float | None:
+    """The distribution transformer a station of ``limit_kw`` gets [kVA]; None: HT.
+
+    The facts' mapping [A] (§3.2): 100 kVA for an AC hub, 250 kVA for 2-4 x 60 kW
+    DC, 500 kVA or HT at 150 kW and more; here 100 kVA up to 100 kW, 250 kVA below
+    150 kW, 500 kVA up to 500 kW, an 11 kV (HT) connection beyond.
+    """
+    if limit_kw <= 100.0:
+        return 100.0
+    if limit_kw < 150.0:
+        return 250.0
+    if limit_kw <= 500.0:
+        return 500.0
+    return None
+
+
+def distribution_transformer(sn_kva: float) -> TransformerType:
+    if sn_kva not in DT_SIZES_KVA:
+        raise ValueError(f"{sn_kva} kVA is not a BESCOM DT size {DT_SIZES_KVA}")
+    return TransformerType(
+        f"11/0.415 kV {sn_kva:g} kVA",
+        sn_kva,
+        11.0,
+        LV_KV,
+        DT_VK_PERCENT,
+        DT_VKR_PERCENT,
+    )
+
+
+# --- Loads ---------------------------------------------------------------------------
+BACKGROUND_PF = 0.95  # [-] lagging, the feeders' mixed background load [A]
+EV_PF = 0.99  # [-] lagging, chargers with power-factor correction [A]
+# BESCOM charger sites lie 0.2-1.3 km from their locality node [V] (facts §1.4);
+# each station's 11 kV tap is taken as that range's middle [A].
+TAP_KM = 0.75  # [km]
+
+
+def tan_phi(pf: float) -> float:
+    """kvar per kW of a load at power factor ``pf``."""
+    return math.tan(math.acos(pf))
+
+
+# --- The network ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Bus:
+    name: str
+    vn_kv: float  # [kV] nominal voltage
+    feeder: int  # index into city.FEEDERS (its island)
+    kind: str  # "grid" (the slack), "substation", "locality", "tap" or "lv"
+
+
+@dataclass(frozen=True, slots=True)
+class Branch:
+    """A line section (``conductor`` and ``length_km``) or a transformer
+    (``transformer``), from its parent bus (the high-voltage side) to its child."""
+
+    name: str
+    from_bus: int
+    to_bus: int
+    length_km: float = 0.0  # [km]
+    conductor: Conductor | None = None
+    transformer: TransformerType | None = None
+
+    def z_pu(self, vn_kv: float) -> tuple[float, float]:
+        """(r, x) on ``BASE_MVA`` at the child bus's nominal voltage."""
+        if self.transformer is not None:
+            t = self.transformer
+            z = t.vk_percent / 100.0 * BASE_MVA / (t.sn_kva / 1000.0)
+            r = t.vkr_percent / 100.0 * BASE_MVA / (t.sn_kva / 1000.0)
+            return r, math.sqrt(z * z - r * r)
+        assert self.conductor is not None
+        z_base = vn_kv * vn_kv / BASE_MVA  # [ohm]
+        c = self.conductor
+        return (
+            c.r_ohm_per_km * self.length_km / z_base,
+            c.x_ohm_per_km * self.length_km / z_base,
+        )
+
+    def rating_mva(self, vn_kv: float) -> float:
+        """[MVA] the apparent power at nominal voltage that loads it 100 %."""
+        if self.transformer is not None:
+            return self.transformer.sn_kva / 1000.0
+        assert self.conductor is not None
+        return math.sqrt(3) * vn_kv * self.conductor.max_i_ka
+
+
+@dataclass(frozen=True)
+class Network:
+    """Radial islands, one per feeder: every bus but a slack is the child of exactly
+    one branch, and branches come parents first."""
+
+    buses: tuple[Bus, ...]
+    branches: tuple[Branch, ...]
+    slack: tuple[int, ...]  # (F,) each feeder's grid bus
+    background_share: np.ndarray  # (F, B) each feeder's background load over buses
+    station_bus: np.ndarray  # (S,) the bus whose load a station's EVs are
+    station_branch: np.ndarray  # (S,) the station's transformer branch (-1: HT)
+
+    def __post_init__(self) -> None:
+        seen = set(self.slack)
+        for b in self.branches:
+            if b.from_bus not in seen or b.to_bus in seen:
+                raise ValueError(f"branch {b.name} is not radial, parents first")
+            seen.add(b.to_bus)
+        if seen != set(range(len(self.buses))):
+            raise ValueError("every bus must hang on a slack")
+
+    @property
+    def n_feeders(self) -> int:
+        return len(self.slack)
+
+    @cached_property
+    def bus_feeder(self) -> np.ndarray:
+        return np.array([b.feeder for b in self.buses])
+
+    @cached_property
+    def branch_feeder(self) -> np.ndarray:
+        return self.bus_feeder[[b.to_bus for b in self.branches]]
+
+    @cached_property
+    def feeder_head(self) -> np.ndarray:
+        """(F,) each feeder's first branch (its substation transformer)."""
+        heads = [
+            next(i for i, b in enumerate(self.branches) if b.from_bus == s)
+            for s in self.slack
+        ]
+        return np.array(heads)
+
+    def impedance_pu(self) -> tuple[np.ndarray, np.ndarray]:
+        """(r, x) of every branch [p.u.]."""
+        z = [b.z_pu(self.buses[b.to_bus].vn_kv) for b in self.branches]
+        return np.array([r for r, _ in z]), np.array([x for _, x in z])
+
+    def rating_pu(self) -> np.ndarray:
+        """Every branch's rating [p.u. of BASE_MVA]."""
+        return np.array(
+            [b.rating_mva(self.buses[b.to_bus].vn_kv) / BASE_MVA for b in self.branches]
+        )
+
+
+def background_injections(
+    net: Network, background_kw: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each feeder's background load ``background_kw`` (..., F) spread over its
+    buses by ``background_share``: [kW], [kvar] (..., B)."""
+    p = background_kw @ net.background_share
+    return p, p * tan_phi(BACKGROUND_PF)
+
+
+def station_injections(
+    net: Network, station_kw: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each station's EV load ``station_kw`` (S,) at its bus: [kW], [kvar] (B,)."""
+    p = np.bincount(net.station_bus, weights=station_kw, minlength=len(net.buses))
+    return p, p * tan_phi(EV_PF)
+
+
+def bus_injections(
+    net: Network, background_kw: np.ndarray, station_kw: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The load at every bus [kW], [kvar] (B,): the background (F,) and the
+    stations' EV load (S,). Every network grid model's one statement of the loads."""
+    (bp, bq), (ep, eq) = (
+        background_injections(net, background_kw),
+        station_injections(net, station_kw),
+    )
+    return bp + ep, bq + eq
+
+
+# --- The city's feeders --------------------------------------------------------------
+
+
+def substation_node(city: City, nodes: list[str]) -> str:
+    """The feeder's substation locality: the station node with the least road km to
+    all the others (the first in station order on a tie) [A]."""
+    dist = {
+        n: nx.single_source_dijkstra_path_length(city.graph, n, weight="km")
+        for n in nodes
+    }
+    return min(nodes, key=lambda n: sum(dist[n][m] for m in nodes))
+
+
+def trunk_conductor(capacity_kw: float) -> Conductor:
+    """The lightest conductor whose rating at 11 kV carries the feeder's capacity
+    at the background's power factor [A]."""
+    need_mva = capacity_kw / 1000.0 / BACKGROUND_PF
+    for c in CONDUCTORS:
+        if math.sqrt(3) * 11.0 * c.max_i_ka >= need_mva:
+            return c
+    return CONDUCTORS[-1]
+
+
+def lateral_conductor(sn_kva: float) -> Conductor:
+    """The lightest conductor that carries a station's transformer [A]."""
+    for c in CONDUCTORS:
+        if math.sqrt(3) * 11.0 * c.max_i_ka * 1000.0 >= sn_kva:
+            return c
+    return CONDUCTORS[-1]
+
+
+@cache
+def city_network() -> Network:
+    """The six feeders of ``load_city()`` as radial networks, built once per process."""
+    return build_network(load_city())
+
+
+def build_network(city: City) -> Network:
+    buses: list[Bus] = []
+    branches: list[Branch] = []
+    slack: list[int] = []
+    share_rows: list[dict[int, float]] = []
+    station_bus = np.zeros(city.n_stations, dtype=np.int64)
+    station_branch = np.full(city.n_stations, -1, dtype=np.int64)
+
+    def bus(name: str, vn_kv: float, f: int, kind: str) -> int:
+        buses.append(Bus(name, vn_kv, f, kind))
+        return len(buses) - 1
+
+    for f, feeder in enumerate(city.feeders):
+        stations = [st for st in city.stations if st.feeder == f]
+        nodes = list(dict.fromkeys(st.node for st in stations))
+        root = substation_node(city, nodes)
+        grid = bus(f"F{feeder.id} 66 kV grid", 66.0, f, "grid")
+        slack.append(grid)
+        hub = bus(f"F{feeder.id} {root} 11 kV", 11.0, f, "substation")
+        branches.append(
+            Branch(
+                f"F{feeder.id} substation",
+                grid,
+                hub,
+                transformer=SUBSTATION_TRANSFORMER,
+            )
+        )
+        # Line sections along the shortest road paths from the substation.
+        paths = nx.single_source_dijkstra_path(city.graph, root, weight="km")
+        at = {root: hub}
+        trunk = trunk_conductor(feeder.capacity_kw)
+        for n in nodes:
+            for a, b in zip(paths[n][:-1], paths[n][1:], strict=True):
+                if b in at:
+                    continue
+                at[b] = bus(f"F{feeder.id} {b}", 11.0, f, "locality")
+                km = float(city.graph.edges[a, b]["km"])
+                branches.append(
+                    Branch(f"F{feeder.id} {a} - {b}", at[a], at[b], km, trunk)
+                )
+        share_rows.append({i: 1.0 / len(at) for i in at.values()})
+        # Each station: an 11 kV tap and its distribution transformer (or HT).
+        for st in stations:
+            kva = dt_kva(st.limit_kw)
+            tap = bus(f"S{st.id} {st.name} 11 kV", 11.0, f, "tap")
+            lateral = lateral_conductor(kva or st.limit_kw / EV_PF)
+            branches.append(Branch(f"S{st.id} tap", at[st.node], tap, TAP_KM, lateral))
+            if kva is None:
+                station_bus[st.id - 1] = tap
+                continue
+            lv = bus(f"S{st.id} {st.name} LV", LV_KV, f, "lv")
+            station_branch[st.id - 1] = len(branches)
+            branches.append(
+                Branch(
+                    f"S{st.id} DT", tap, lv, transformer=distribution_transformer(kva)
+                )
+            )
+            station_bus[st.id - 1] = lv
+    share = np.zeros((len(slack), len(buses)))
+    for f, row in enumerate(share_rows):
+        share[f, list(row)] = list(row.values())
+    for a in (share, station_bus, station_branch):
+        a.flags.writeable = False
+    return Network(
+        tuple(buses), tuple(branches), tuple(slack), share, station_bus, station_branch
+    )
