@@ -16,6 +16,11 @@ run takes the same batches as an unbroken one. Progress goes to stderr; the loss
 and held-out figures to ``logs/sft.csv`` and ``logs/sft.png``.
 
     python3 -m training.oracle_sft --config cpu-smollm2 --labels /work/runs/labels
+
+The GPU presets (``gpu-smollm2``, ``gpu-tiny-letters``, ``colab-t4-qwen1.5b``) run the
+same loop on CUDA (``device``): the batch goes to the model's device, nothing else
+changes. ``--set section.field=VALUE`` overrides a preset key (``gpu_smoke.sh
+--cpu-tiny`` shrinks ``gpu-tiny-letters`` that way); ``--dry-run`` prints the plan.
 """
 
 from __future__ import annotations
@@ -277,7 +282,7 @@ def _train(
     from peft import PeftModel, get_peft_model
 
     from .logs import plot_curves, write_csv
-    from .model import base_model_path, load_model, lora_config
+    from .model import base_model_path, load_model, lora_config, resolve_device
     from .sft import adamw, answer_loss, begin_step, collate, tokenize_rows
 
     s, out = cfg.sft, cfg.out
@@ -289,7 +294,8 @@ def _train(
         f" ({time.perf_counter() - t0:.0f} s)"
     )
     base = base_model_path(cfg)
-    model, tok, _ = load_model(base, cfg, "cpu", train_dtype="float32")
+    device = resolve_device(cfg)  # the CPU presets say "cpu": their run is unchanged
+    model, tok, _ = load_model(base, cfg, device, train_dtype="float32")
     done = _checkpoints(out)
     if done:
         model = PeftModel.from_pretrained(
@@ -327,10 +333,14 @@ def _train(
                 len(encoded), size=min(s.batch_size, len(encoded)), replace=False
             )
             ids, mask, amask, k = collate([encoded[i] for i in pick], tok.pad_token_id)
+            if device != "cpu":
+                ids, mask, amask = ids.to(device), mask.to(device), amask.to(device)
             soft = None
             if soft_targets is not None:
                 letter_ids, teacher = soft_targets
                 soft = (teacher[pick], letter_ids, s.teacher_weight)
+                if device != "cpu":
+                    soft = (soft[0].to(device), letter_ids.to(device), soft[2])
             loss = answer_loss(model, ids, mask, amask, k, soft) / s.grad_accum
             loss.backward()
             total += float(loss.detach())
@@ -359,6 +369,7 @@ def _train(
         "config": dataclasses.asdict(cfg),
         "labels_dir": str(labels_dir),
         "base_model": base,
+        "device": device,
         "rows": {k: len(v) for k, v in data.items()},
         "steps": step,
         "train_s": state["train_s"],
@@ -652,6 +663,74 @@ def ship(
 
 # --- Command line -----------------------------------------------------------------------
 
+RL_NOTE = (
+    "rl: none yet. GRPO (training/grpo.py) asks with the observation prompt and its "
+    "rewards (training/rewards.py) read the completion as an action line and restore "
+    "states by replaying a named policy: a letter, and the optimum's label states, "
+    "are neither (docs/guide.md#training-the-oracle)"
+)
+
+
+def config_with_overrides(name_or_path: str, sets: list[str] | None) -> TrainConfig:
+    """The preset (a name or a TOML path) with ``--set KEY=VALUE`` overrides: KEY is
+    ``field`` or ``section.field``, VALUE a TOML value (a bare word is a string).
+    The result is checked like a preset; without overrides it is ``load_config``."""
+    import tomllib
+
+    from .config import config_from_dict, resolve_config_path
+
+    if not sets:
+        return load_config(name_or_path)
+    raw = tomllib.loads(resolve_config_path(name_or_path).read_text())
+    for item in sets:
+        key, sep, text = item.partition("=")
+        parts = key.strip().split(".")
+        if not sep or not all(parts) or len(parts) > 2:
+            raise ValueError(
+                f"--set {item!r}: give KEY=VALUE with KEY field or section.field"
+            )
+        try:
+            value = tomllib.loads(f"v = {text}")["v"]
+        except tomllib.TOMLDecodeError:
+            value = text.strip()
+        table = raw.setdefault(parts[0], {}) if len(parts) == 2 else raw
+        if not isinstance(table, dict):
+            raise ValueError(f"--set {item!r}: {parts[0]} is not a section")
+        table[parts[-1]] = value
+    return config_from_dict(raw)
+
+
+def plan(cfg: TrainConfig, labels: Path) -> list[str]:
+    """What a run of ``cfg`` does, one line per part (no heavy imports)."""
+    m, d, s = cfg.model, cfg.data, cfg.sft
+    base = m.source + (
+        f" (random, width {m.tiny_hidden}, {m.tiny_layers} layers)"
+        if m.source == "tiny"
+        else ""
+    )
+    layers = f"the top {m.lora_layers} blocks" if m.lora_layers else "every block"
+    teacher = (
+        f"{s.teacher_weight:g} of the letter's loss against distilled's soft choice "
+        f"(temperature {s.teacher_temperature:g})"
+        if s.teacher_weight > 0
+        else "the optimum's letter only"
+    )
+    return [
+        f"base: {base} on {cfg.device}, LoRA r={m.lora_r} alpha {m.lora_alpha} on "
+        f"{layers}",
+        f"rows: optimum labels in {labels}: {', '.join(d.scenarios)}; train seeds "
+        f"{d.train_seeds[0]}..{d.train_seeds[1] - 1}, agreement on "
+        f"{d.label_eval_seeds[0]}..{d.label_eval_seeds[1] - 1}; validity on states "
+        f"{d.generator} plays on seeds {d.heldout_seeds[0]}..{d.heldout_seeds[1] - 1}",
+        f"prompt: oracle.prompt.decision_prompt ({d.prompt_stations} stations, options "
+        f"under letters), at most {m.max_seq_length} tokens; answer: a letter",
+        f"sft: {s.steps} steps x batch {s.batch_size} x {s.grad_accum}, lr "
+        f"{s.learning_rate:g} ({s.warmup_steps} warm-up, {s.lr_schedule}); {teacher}; "
+        f"held out every {s.eval_every or '-'} steps",
+        RL_NOTE,
+        f"out: {cfg.out}",
+    ]
+
 
 def main(argv: list[str] | None = None) -> int:
     # torch's OpenMP threads spin while they wait for each other; on a CPU shared
@@ -683,14 +762,37 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="only convert the latest adapter to oracle/weights/ and write TRAINING.md",
     )
+    p.add_argument(
+        "--set",
+        action="append",
+        metavar="KEY=VALUE",
+        help="override one preset key (section.field=TOML value, e.g. sft.steps=4 or "
+        'device="cpu"); repeatable; not with --ship (its record is the TOML file)',
+    )
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the plan and the resolved config, train nothing",
+    )
     args = p.parse_args(argv)
-    cfg = load_config(args.config)
+    if args.set and args.ship:
+        p.error("--ship records the preset's TOML as it is: no --set with --ship")
+    try:
+        cfg = config_with_overrides(args.config, args.set)
+    except ValueError as e:
+        p.error(str(e))
     if args.out:
         cfg = dataclasses.replace(cfg, output_dir=args.out)
     if args.steps:
         cfg = dataclasses.replace(
             cfg, sft=dataclasses.replace(cfg.sft, steps=args.steps)
         )
+    if args.dry_run:
+        print(f"training.oracle_sft: preset {cfg.name}")
+        for line in plan(cfg, args.labels):
+            print("  " + line)
+        print(json.dumps(dataclasses.asdict(cfg), indent=2))
+        return 0
     if args.eval_gguf:
         d = cfg.data
         r = gguf_agreement(args.labels, d.label_eval_seeds, d.scenarios, args.eval_gguf)
