@@ -23,6 +23,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default="",
         help="FIRST:LAST of --seeds to leave out of the fit and score agreement on",
     )
+    p.add_argument(
+        "--look-ahead-seeds",
+        default="",
+        help="FIRST:LAST of --seeds: after the fit on the optimum's labels, play "
+        "that model on these seeds, label the states it visits by look-ahead "
+        "(training/dagger.py) and fit again on both",
+    )
+    p.add_argument(
+        "--look-ahead-scenarios",
+        default=None,
+        help="scenarios of the look-ahead episodes (default: --scenarios)",
+    )
     p.add_argument("--trees", type=int, default=None, help="boosting rounds")
     p.add_argument(
         "--out", default=None, help="model file (default: the committed one)"
@@ -36,8 +48,9 @@ def run(args: argparse.Namespace) -> int:
 
     from evgrid_core.distilled import MODEL_PATH
     from evgrid_core.trees import save
+    from training.dagger import rollout_runs
     from training.distill import DistillConfig, describe, distill
-    from training.labels import label_runs, parse_seeds
+    from training.labels import check_scenarios, label_runs, parse_seeds
 
     scenarios, seeds = label_jobs(args)
     validation = (
@@ -45,6 +58,18 @@ def run(args: argparse.Namespace) -> int:
     )
     if not set(validation) <= set(seeds):
         raise ValueError("--validation-seeds must lie within --seeds")
+    look_seeds = (
+        parse_seeds(args.look_ahead_seeds) if args.look_ahead_seeds else range(0)
+    )
+    if not set(look_seeds) <= set(seeds):
+        raise ValueError("--look-ahead-seeds must lie within --seeds")
+    look_scenarios = (
+        check_scenarios(args.look_ahead_scenarios.split(","))
+        if args.look_ahead_scenarios
+        else scenarios
+    )
+    if not set(look_scenarios) <= set(scenarios):
+        raise ValueError("--look-ahead-scenarios must lie within --scenarios")
     if args.trees is not None and args.trees < 1:
         raise ValueError("--trees must be >= 1")
     out = Path(args.out) if args.out else MODEL_PATH
@@ -70,6 +95,30 @@ def run(args: argparse.Namespace) -> int:
         validation_seeds=validation,
         progress=not args.no_progress,
     )
+    if look_seeds:
+        # The first fit plays the look-ahead seeds; its file names it in the labels.
+        look_dir = labels / "look-ahead"
+        look_dir.mkdir(parents=True, exist_ok=True)
+        first = look_dir / "model-optimum-labels.json"
+        save(model, first)
+        print(describe(report))
+        rollout_runs(
+            look_scenarios,
+            look_seeds,
+            look_dir,
+            first,
+            workers=args.workers,
+            progress=not args.no_progress,
+        )
+        model, report = distill(
+            labels,
+            cfg,
+            scenarios=scenarios,
+            seeds=seeds,
+            validation_seeds=validation,
+            look_ahead_dir=look_dir,
+            progress=not args.no_progress,
+        )
     save(model, out)
     print(describe(report))
     print(f"wrote {out} ({out.stat().st_size / 1e6:.2f} MB, {len(model.roots)} trees)")

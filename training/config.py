@@ -118,6 +118,33 @@ class EvalConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class RLConfig:
+    """Expert iteration on the letter prompt (``training/oracle_rl.py``).
+
+    The model's own letters, sampled on states a policy plays, are scored by the
+    environment (each applied on a copy of the state, then ``continuation`` plays
+    ``horizon_ticks`` more); the best scored letter is the next SFT target.
+    """
+
+    generator: str = "distilled"  # plays the episodes the states come from
+    seeds: tuple[int, int] = (0, 25)  # [first, last) training seeds of those episodes
+    eval_seeds: tuple[int, int] = (30, 35)  # states the gain is measured on
+    states_per_episode: int = 24  # decision states per (scenario, seed), spread evenly
+    eval_states_per_episode: int = 8
+    samples: int = 4  # letters drawn from the model per state (and its greedy one)
+    temperature: float = 1.0  # of the draw over the listed letters
+    horizon_ticks: int = (
+        1000  # [ticks] of the continuation after the letter (to the end)
+    )
+    continuation: str = "distilled"  # plays after the scored letter
+    margin: float = 0.05  # [reward] a drawn letter must beat the greedy one by this
+    steps: int = 200  # [optimizer steps] of SFT on the improved targets
+    learning_rate: float = 1e-4
+    batch_size: int = 8
+    optimum_share: float = 0.5  # of each batch from the optimum's rows (no forgetting)
+
+
+@dataclass(frozen=True, slots=True)
 class TrainConfig:
     name: str = "custom"
     output_dir: str = ".cache/train/custom"  # relative to the repository root
@@ -132,6 +159,7 @@ class TrainConfig:
     reward: RewardConfig = field(default_factory=RewardConfig)
     export: ExportConfig = field(default_factory=ExportConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
+    rl: RLConfig = field(default_factory=RLConfig)
 
     @property
     def out(self) -> Path:
@@ -147,6 +175,7 @@ _SECTIONS = {
     "reward": RewardConfig,
     "export": ExportConfig,
     "eval": EvalConfig,
+    "rl": RLConfig,
 }
 
 
@@ -221,6 +250,15 @@ def check_config(cfg: TrainConfig) -> None:
         raise ValueError("eval.kpi_seeds overlaps data.train_seeds")
     if cfg.device not in ("auto", "cpu", "cuda"):
         raise ValueError("device is auto, cpu or cuda")
+    r = cfg.rl
+    for name in ("seeds", "eval_seeds"):
+        a, b = getattr(r, name)
+        if not a < b or b > hlo:
+            raise ValueError(f"rl.{name} is [first, last) of training seeds (< {hlo})")
+    if r.seeds[0] < r.eval_seeds[1] and r.eval_seeds[0] < r.seeds[1]:
+        raise ValueError("rl.eval_seeds overlaps rl.seeds")
+    if r.samples < 1 or r.temperature <= 0 or not 0 <= r.optimum_share < 1:
+        raise ValueError("rl: samples >= 1, temperature > 0, 0 <= optimum_share < 1")
     if cfg.data.prompt != "observation":
         raise ValueError(
             "data.prompt: the pipeline asks with the observation prompt; the decision "

@@ -26,6 +26,7 @@ import numpy as np
 from evgrid_core.candidates import FEATURES, candidates
 from evgrid_core.trees import FORMAT, TreeEnsemble, from_json
 
+from .dagger import load_rollout_labels, rollout_states
 from .labels import label_states, load_labels
 
 
@@ -79,8 +80,17 @@ class Dataset:
     X: np.ndarray  # (rows, len(FEATURES))
     y: np.ndarray  # (rows,) 0/1
     groups: np.ndarray  # (decisions,) rows per decision
-    keys: list[tuple[str, int, int]]  # (scenario, seed, step) per decision
+    keys: list[tuple[str, int, int, bool]]  # (scenario, seed, step, look-ahead) each
     skipped: Counter  # why labelled rows were left out
+
+    def __add__(self, other: Dataset) -> Dataset:
+        return Dataset(
+            np.concatenate([self.X, other.X]),
+            np.concatenate([self.y, other.y]),
+            np.concatenate([self.groups, other.groups]),
+            self.keys + other.keys,
+            self.skipped + other.skipped,
+        )
 
     def split(self, seeds: Iterable[int]) -> tuple[Dataset, Dataset]:
         """(decisions of other seeds, decisions of ``seeds``)."""
@@ -106,15 +116,22 @@ class Dataset:
         )
 
 
-def build_dataset(rows: list[dict[str, Any]], progress: bool = True) -> Dataset:
-    """One group of candidate rows per labelled decision (replayed exactly)."""
+def build_dataset(
+    rows: list[dict[str, Any]], progress: bool = True, *, look_ahead: bool = False
+) -> Dataset:
+    """One group of candidate rows per labelled decision (replayed exactly).
+
+    ``look_ahead``: the rows are ``training/dagger.py``'s (the learner's own
+    episodes, labelled by look-ahead), replayed by the answers played.
+    """
     from tqdm import tqdm
 
+    states = rollout_states(rows) if look_ahead else label_states(rows)
     X, y, groups, keys, skipped = [], [], [], [], Counter()
     bar = tqdm(total=len(rows), unit="state", disable=not progress, file=sys.stderr)
-    for r, (obs, line) in zip(rows, label_states(rows), strict=True):
+    for r, (obs, line) in zip(rows, states, strict=True):
         bar.update()
-        if r["planned_invalid"] or not r["valid"]:
+        if not look_ahead and (r["planned_invalid"] or not r["valid"]):
             skipped["the optimum strands the EV (no valid answer learnt)"] += 1
             continue
         c = candidates(obs)
@@ -128,7 +145,7 @@ def build_dataset(rows: list[dict[str, Any]], progress: bool = True) -> Dataset:
         X.append(c.features)
         y.append(np.array([ln == line for ln in lines], dtype=float))
         groups.append(len(lines))
-        keys.append((r["scenario"], r["seed"], r["step"]))
+        keys.append((r["scenario"], r["seed"], r["step"], look_ahead))
     bar.close()
     if not groups:
         raise ValueError("no labelled decision with more than one candidate")
@@ -220,12 +237,15 @@ def distill(
     scenarios: Iterable[str] | None = None,
     seeds: Iterable[int] | None = None,
     validation_seeds: Iterable[int] = (),
+    look_ahead_dir: Path | None = None,
     progress: bool = True,
 ) -> tuple[TreeEnsemble, dict[str, Any]]:
     """Fit on the labelled (scenario, seed)s asked for (default: all) but ``validation_seeds``.
 
     With validation seeds, the model is fitted without them and scored on them
-    (agreement with the optimum); the returned model is that one.
+    (agreement with the optimum); the returned model is that one. With
+    ``look_ahead_dir``, the look-ahead labels there (``training/dagger.py``, the
+    learner's own states) join the optimum's, with the same seed filter.
     """
     lgb = _lightgbm()
     keep_s = None if scenarios is None else set(scenarios)
@@ -239,6 +259,24 @@ def distill(
     if not rows:
         raise ValueError(f"no finished labelled episode in {labels_dir}")
     data = build_dataset(rows, progress=progress)
+    extra: dict[str, Any] = {}
+    if look_ahead_dir is not None:
+        la_rows = [
+            r
+            for r in load_rollout_labels(look_ahead_dir)
+            if (keep_s is None or r["scenario"] in keep_s)
+            and (keep_seed is None or r["seed"] in keep_seed)
+        ]
+        if not la_rows:
+            raise ValueError(f"no finished look-ahead episode in {look_ahead_dir}")
+        la = build_dataset(la_rows, progress=progress, look_ahead=True)
+        data = data + la
+        extra = {
+            "look_ahead_sha256": labels_sha256(la_rows),
+            "look_ahead_decisions": len(la.groups),
+            "look_ahead_relabelled": sum(r["action"] != r["played"] for r in la_rows),
+            "look_ahead_episodes": _episodes(la_rows),
+        }
     train, valid = data.split(validation_seeds)
     if not len(train.groups):
         raise ValueError("every labelled seed is a validation seed: nothing to fit")
@@ -255,6 +293,7 @@ def distill(
         "skipped": dict(data.skipped),
         "config": asdict(cfg),
         "lightgbm": lgb.__version__,
+        **extra,
     }
     model = to_ensemble(booster, report)
     raw = booster.predict(train.X[:2000], raw_score=True)
@@ -276,6 +315,14 @@ def _lightgbm() -> Any:
             f"training distilled needs LightGBM: pip install -e '.[distill]' ({e})"
         ) from None
     return lightgbm
+
+
+def _episodes(rows: list[dict[str, Any]]) -> dict[str, list[list[int]]]:
+    """{scenario: seed ranges} of the rows."""
+    by: dict[str, set[int]] = {}
+    for r in rows:
+        by.setdefault(r["scenario"], set()).add(r["seed"])
+    return {sc: _ranges(sorted(s)) for sc, s in sorted(by.items())}
 
 
 def _ranges(seeds: list[int]) -> list[list[int]]:

@@ -51,8 +51,10 @@ def plot_curves(
     import matplotlib.pyplot as plt
 
     rows = read_csv(csv_path)
-    fig, axes = plt.subplots(1, len(curves), figsize=(4 * len(curves), 3.2))
-    for ax, (name, keys) in zip(axes, curves, strict=True):
+    fig, axes = plt.subplots(
+        1, len(curves), figsize=(4 * len(curves), 3.2), squeeze=False
+    )
+    for ax, (name, keys) in zip(axes[0], curves, strict=True):
         for key in keys:
             pts = [(r["step"], r[key]) for r in rows if key in r and "step" in r]
             pts = [(x, y) for x, y in pts if math.isfinite(y)]

@@ -43,7 +43,7 @@ def test_each_decision_is_one_group_with_the_optimum_marked_once(labels):
     starts = np.concatenate([[0], np.cumsum(data.groups)])
     for a, b in zip(starts[:-1], starts[1:], strict=True):
         assert data.y[a:b].sum() == 1  # exactly the optimum's answer
-    kept = {k for k in data.keys}
+    kept = {k[:3] for k in data.keys}
     for r, (obs, line) in zip(rows, label_states(rows), strict=True):
         if (r["scenario"], r["seed"], r["step"]) in kept:
             assert line in candidates(obs).lines

@@ -1,0 +1,109 @@
+"""Look-ahead labels on the learner's own states (``training/dagger.py``)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, replace
+
+import pytest
+
+pytest.importorskip("lightgbm")
+
+from evgrid_cli.main import main  # noqa: E402
+from evgrid_core import EVGridEnv  # noqa: E402
+from evgrid_core.candidates import candidates  # noqa: E402
+from evgrid_core.distilled import MODEL_PATH, Distilled  # noqa: E402
+from evgrid_core.rollout import play_episode  # noqa: E402
+from evgrid_core.trees import load  # noqa: E402
+from training.dagger import (  # noqa: E402
+    EPISODES_FILE,
+    LookAhead,
+    load_rollout_labels,
+    rollout_episode,
+    rollout_runs,
+    rollout_states,
+)
+from training.distill import build_dataset  # noqa: E402
+
+SCENARIO = "quiet_night"  # the smallest named episode
+LOOK = LookAhead(top_k=3, horizon_ticks=6)
+
+
+@pytest.fixture(scope="module")
+def episode():
+    return rollout_episode(SCENARIO, 7, str(MODEL_PATH), asdict(LOOK))
+
+
+def test_the_model_plays_its_own_episode_and_every_label_is_a_tried_best(episode):
+    rows, summary = episode
+    env = play_episode(Distilled(), SCENARIO, 7)
+    assert summary["model_return"] == pytest.approx(env.kpis.total_return, abs=1e-9)
+    assert rows and summary["decisions"] == len(rows)
+    for r in rows:
+        if not r["returns"]:  # one candidate: nothing to try
+            assert r["action"] == r["played"]
+            continue
+        assert r["played"] in r["returns"] and r["action"] in r["returns"]
+        best = max(r["returns"].values())
+        if r["action"] != r["played"]:  # relabelled: it beat the pick by the margin
+            assert r["returns"][r["action"]] == best
+            assert best > r["returns"][r["played"]] + LOOK.margin
+        else:
+            assert best <= r["returns"][r["played"]] + LOOK.margin
+
+
+def test_a_label_return_is_the_env_played_on_from_that_state(episode):
+    """Re-create one state by replay; the label's return is that action + the model's play."""
+    rows, _ = episode
+    r = next(r for r in rows if len(r["returns"]) > 1)
+    env = EVGridEnv()
+    env.reset(seed=7, scenario=SCENARIO)
+    for prev in rows[: r["step"]]:
+        env.step(prev["played"])
+    assert env.request_id == r["ev"]
+    until = env.tick + LOOK.horizon_ticks
+    policy = Distilled()
+    for line, expected in r["returns"].items():
+        e = env.clone()
+        total = e.step(line).reward
+        while not e.done and e.tick < until:
+            total += e.step(policy.act(e.observation())).reward
+        assert total == pytest.approx(expected, abs=1e-9)
+
+
+def test_rows_replay_to_their_states_and_build_one_group_each(tmp_path):
+    rollout_runs([SCENARIO], range(2), tmp_path, MODEL_PATH, LOOK, progress=False)
+    rows = load_rollout_labels(tmp_path)
+    for r, (obs, label) in zip(rows, rollout_states(rows), strict=True):
+        assert obs.request is not None and obs.request.id == r["ev"]
+        assert label in candidates(obs).lines
+    data = build_dataset(rows, progress=False, look_ahead=True)
+    assert all(k[3] for k in data.keys)
+    assert data.y.sum() == len(data.groups)  # one label per group
+
+
+def test_resume_skips_done_episodes_and_refuses_another_look_ahead(tmp_path):
+    assert len(rollout_runs([SCENARIO], range(1), tmp_path, MODEL_PATH, LOOK,
+                            progress=False)) == 1  # fmt: skip
+    before = (tmp_path / EPISODES_FILE).read_text()
+    assert rollout_runs([SCENARIO], range(1), tmp_path, MODEL_PATH, LOOK,
+                        progress=False) == []  # fmt: skip
+    assert (tmp_path / EPISODES_FILE).read_text() == before
+    with pytest.raises(ValueError, match="another model or look-ahead"):
+        rollout_runs([SCENARIO], range(2), tmp_path, MODEL_PATH,
+                     replace(LOOK, top_k=2), progress=False)  # fmt: skip
+
+
+def test_evgrid_distill_look_ahead_fits_on_both_label_kinds(tmp_path, capsys):
+    out = tmp_path / "model.json"
+    args = ["distill", "--scenarios", SCENARIO, "--seeds", "0:2", "--labels",
+            str(tmp_path / "labels"), "--node-limit", "0", "--trees", "20",
+            "--look-ahead-seeds", "0:1", "--workers", "1",
+            "--out", str(out), "--no-progress"]  # fmt: skip
+    assert main(args) == 0
+    meta = load(out).meta
+    assert meta["look_ahead_episodes"] == {SCENARIO: [[0, 1]]}
+    assert meta["look_ahead_decisions"] > 0
+    first = json.loads((tmp_path / "labels" / "look-ahead" / EPISODES_FILE)
+                       .read_text().splitlines()[0])  # fmt: skip
+    assert first["model_sha256"] != ""

@@ -1,0 +1,213 @@
+"""Rollout labels on the states ``distilled`` itself visits (DAgger by look-ahead).
+
+The optimum's labels (``training/labels.py``) describe the optimum's own
+episodes, which never queue: a scorer fitted on them has never seen a long
+queue, and under ``festival_surge`` it routes EVs into queues they give up in.
+These labels cover the states the learner reaches. ``distilled`` plays a
+training seed; at each decision its ``top_k`` best-scored candidates are tried
+on a copy of the env, each followed by ``horizon_ticks`` of ``distilled``'s own
+play, and the candidate with the best return is the label (one step of policy
+improvement; the exogenous world is the same in every copy, so the comparison is
+exact for that continuation). The episode goes on with the model's own answer.
+
+A row keeps what it needs to be re-created (scenario, seed, step, the answer
+played) and the label with each tried candidate's return. Files are resumable
+like the optimum's: an episode is done when its summary is written.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterable, Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from evaluation.runner import load_records
+from evgrid_core import EVGridEnv, Observation
+from evgrid_core.candidates import candidates
+from evgrid_core.trees import TreeEnsemble
+
+from .labels import _recover, check_out_dir
+
+DECISIONS_FILE = "decisions.jsonl"
+EPISODES_FILE = "episodes.jsonl"
+
+
+@dataclass(frozen=True)
+class LookAhead:
+    """How a state visited by the learner is labelled."""
+
+    top_k: int = 3  # candidates tried: the model's best-scored ones
+    horizon_ticks: int = 12  # [ticks] of the model's own play after each (1 h)
+    margin: float = 0.05  # a candidate must beat the model's pick by this much
+
+
+def _scores(model: TreeEnsemble, obs: Observation) -> tuple[list[str], np.ndarray]:
+    c = candidates(obs)
+    if not len(c):
+        return [], np.zeros(0)
+    return c.lines, model.predict(c.features)
+
+
+def _play(env: EVGridEnv, model: TreeEnsemble, line: str, until_tick: int) -> float:
+    """Answer ``line``, then let the model answer until ``until_tick``; summed reward."""
+    total = env.step(line).reward
+    while not env.done and env.tick < until_tick:
+        lines, s = _scores(model, env.observation())
+        total += env.step(lines[int(np.argmax(s))] if lines else "NO_STATION").reward
+    return total
+
+
+def rollout_episode(
+    scenario: str,
+    seed: int,
+    model_path: str,
+    look: dict[str, Any],
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """One training episode played by the model, every decision labelled. Picklable."""
+    from evgrid_core.distilled import load_model
+
+    la = LookAhead(**look)
+    model = load_model(Path(model_path))
+    env = EVGridEnv()
+    env.reset(seed=seed, scenario=scenario)
+    rows, ret, changed = [], 0.0, 0
+    step = 0
+    while not env.done:
+        lines, s = _scores(model, env.observation())
+        if not lines:
+            ret += env.step("NO_STATION").reward
+            step += 1
+            continue
+        order = np.argsort(-s, kind="stable")[: la.top_k]
+        played = lines[int(order[0])]
+        returns = {}
+        if len(lines) > 1:
+            until = env.tick + la.horizon_ticks
+            for i in order:
+                returns[lines[int(i)]] = _play(env.clone(), model, lines[int(i)], until)
+        best = max(returns, key=returns.__getitem__) if returns else played
+        label = (
+            best if returns and returns[best] > returns[played] + la.margin else played
+        )
+        changed += label != played
+        rows.append(
+            {
+                "scenario": scenario,
+                "seed": seed,
+                "step": step,
+                "ev": env.request_id,
+                "played": played,
+                "action": label,
+                "returns": returns,
+            }
+        )
+        ret += env.step(played).reward
+        step += 1
+    summary = {
+        "scenario": scenario,
+        "seed": seed,
+        "model_return": ret,
+        "decisions": len(rows),
+        "relabelled": changed,
+        "look_ahead": asdict(la),
+        "model_sha256": _sha256(Path(model_path)),
+    }
+    return rows, summary
+
+
+def rollout_runs(
+    scenarios: Iterable[str],
+    seeds: Iterable[int],
+    out_dir: Path,
+    model_path: Path,
+    look: LookAhead = LookAhead(),
+    *,
+    workers: int = 1,
+    progress: bool = True,
+) -> list[dict[str, Any]]:
+    """Label every (scenario, seed) not yet in ``out_dir``; the new summaries."""
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    from tqdm import tqdm
+
+    check_out_dir(out_dir)
+    done = _recover(out_dir)
+    sha = _sha256(model_path)
+    for e in load_records(out_dir / EPISODES_FILE):
+        if e.get("model_sha256") != sha or e["look_ahead"] != asdict(look):
+            raise ValueError(
+                f"{out_dir} holds look-ahead labels of another model or look-ahead "
+                f"({e['scenario']} seed {e['seed']}); give another folder or delete it"
+            )
+    jobs = [(sc, s) for sc in scenarios for s in seeds if (sc, s) not in done]
+    new: list[dict[str, Any]] = []
+    bar = tqdm(total=len(jobs), unit="episode", file=sys.stderr, disable=not progress)
+
+    def write(rows: list[dict[str, Any]], summary: dict[str, Any]) -> None:
+        with (out_dir / DECISIONS_FILE).open("a") as f:
+            f.writelines(json.dumps(r) + "\n" for r in rows)
+        with (out_dir / EPISODES_FILE).open("a") as f:
+            f.write(json.dumps(summary) + "\n")
+        new.append(summary)
+        bar.set_description(f"{summary['scenario']} s{summary['seed']}")
+        bar.update()
+
+    args = (str(model_path), asdict(look))
+    try:
+        if workers <= 1:
+            for sc, s in jobs:
+                write(*rollout_episode(sc, s, *args))
+        else:
+            with ProcessPoolExecutor(max_workers=workers) as pool:
+                futures = [pool.submit(rollout_episode, sc, s, *args) for sc, s in jobs]
+                for fut in as_completed(futures):
+                    write(*fut.result())
+    finally:
+        bar.close()
+    return new
+
+
+def _sha256(path: Path) -> str:
+    import hashlib
+
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def load_rollout_labels(out_dir: Path) -> list[dict[str, Any]]:
+    """Rows of finished episodes, by (scenario, seed, step)."""
+    done = {(e["scenario"], e["seed"]) for e in load_records(out_dir / EPISODES_FILE)}
+    rows = [
+        r
+        for r in load_records(out_dir / DECISIONS_FILE)
+        if (r["scenario"], r["seed"]) in done
+    ]
+    return sorted(rows, key=lambda r: (r["scenario"], r["seed"], r["step"]))
+
+
+def rollout_states(
+    rows: Iterable[dict[str, Any]],
+) -> Iterator[tuple[Observation, str]]:
+    """(observation, label) per row, replaying the answers the model played."""
+    env: EVGridEnv | None = None
+    key: tuple[str, int] | None = None
+    step = 0
+    for r in rows:
+        if (r["scenario"], r["seed"]) != key:
+            key = (r["scenario"], r["seed"])
+            env = EVGridEnv()
+            env.reset(seed=r["seed"], scenario=r["scenario"])
+            step = 0
+        assert env is not None
+        while step < r["step"]:  # steps without a row: no candidate at all
+            env.step("NO_STATION")
+            step += 1
+        if env.done or env.request_id != r["ev"]:
+            raise ValueError(f"{key[0]} seed {key[1]} step {step}: another EV decides")
+        yield env.observation(), r["action"]
+        env.step(r["played"])
+        step += 1
