@@ -11,6 +11,13 @@ The model picks one option per EV subject to
   max(0, background + EV kW - limit) per feeder and tick (convex piecewise-linear,
   exact); capacity is a hard limit (the world sheds EV charging above it and
   charges ``peak`` on what it shed: a plan never sheds);
+- under ``lindistflow``, the network (``grid.LinearLimits``): each point of
+  supply's voltage deficit is linear in the stations' kW (LinDistFlow's v^2 is),
+  so ``undervoltage`` is paid on max(0, deficit) per bus and tick less the
+  background's own (a slack each, like the soft limit), and ``transformer_overload``
+  on max(0, kVA - rating) per station DT and tick (kVA = kW / pf on the LV side);
+  under ``feeder_sum`` none of these rows exist, and other grid models are refused
+  (``check_grid``);
 and minimises the sum of every reward cost. Within its plan class the model is
 the world's arithmetic, so the solver's objective and the replayed return agree
 to float precision.
@@ -48,6 +55,8 @@ from evgrid_core import (
     policies,
 )
 from evgrid_core.chargers import KIND_NAMES, N_KINDS
+from evgrid_core.grid import LinDistFlow, LinearLimits
+from evgrid_core.network import TRANSFORMER_LIMIT
 from evgrid_core.trace import EpisodeTrace, episode_trace
 
 from .highs_solve import (
@@ -64,6 +73,8 @@ INVALID_ANSWER = "STRAND"  # not an action: the env strands the EV (a planned op
 
 
 FEEDER_MARGIN_KW = 1e-5  # [kW] kept below capacity: solver tolerances never shed
+# The grid models whose limits are linear in the loads: the model is exact on them.
+LINEAR_GRIDS = ("feeder_sum", "lindistflow")
 # The core's baseline ladder, run beside every solve: MIP starts, and the floor of
 # the reported plan.
 BASELINES = tuple(cls.name for cls in policies.BASELINES)
@@ -93,10 +104,35 @@ class Model:
     slack_row: np.ndarray  # the row of each slack column (x[n_options:])
     n_rows: dict[str, int] = field(default_factory=dict)
     offset_parts: dict[str, float] = field(default_factory=dict)  # cost offsets
+    # reward key -> its slack columns (grid_stress; under lindistflow undervoltage
+    # and transformer_overload too)
+    slack_cols: dict[str, slice] = field(default_factory=dict)
 
 
-def build_model(trace: EpisodeTrace, config: SimConfig, opts: Options) -> Model:
-    """The MILP over the given options (see the module docstring)."""
+def check_grid(config: SimConfig) -> None:
+    """The model is exact for the linear grid models only: a one-line error else."""
+    if config.grid not in LINEAR_GRIDS:
+        raise ValueError(
+            f"the optimum's model is linear in the loads: grid model {config.grid!r} "
+            f"is not; use one of {', '.join(LINEAR_GRIDS)}"
+        )
+
+
+def grid_limits(env: EVGridEnv) -> LinearLimits | None:
+    """The episode's linearised network limits (lindistflow), None for the feeder sum."""
+    check_grid(env.config)
+    grid = env.world.grid  # the optimum reads the episode's model, as the trace does
+    return grid.linear_limits() if isinstance(grid, LinDistFlow) else None
+
+
+def build_model(
+    trace: EpisodeTrace,
+    config: SimConfig,
+    opts: Options,
+    limits: LinearLimits | None = None,
+) -> Model:
+    """The MILP over the given options (see the module docstring); ``limits``
+    (``grid_limits``) adds the network's voltage and DT rows (lindistflow)."""
     sp = _require_scipy()
     w = config.weights
     T, S = trace.n_ticks, len(trace.limit_kw)
@@ -202,10 +238,28 @@ def build_model(trace: EpisodeTrace, config: SimConfig, opts: Options) -> Model:
         * w.grid_stress
         * float(np.maximum(0.0, bg - config.soft_limit * cap).sum()),
     }
-    offset = offset_parts["grid_stress"]
+    slack_cols = {"grid_stress": slice(n, n + F * T)}
+    n_cols = n + F * T
+    if limits is not None:  # the network's limits, one slack per row
+        station_kw = e_val / dt_h  # [kW] each session tick's draw
+        for key, (r_, c_, v_, lower, upper, offset) in _network_rows(
+            limits, config, trace, station[o_idx], t_idx, o_idx, station_kw
+        ).items():
+            count = len(upper)
+            r = block(key, count, lower, upper)
+            slack = n_cols + np.arange(count)
+            rows += [r + r_, r + np.arange(count)]
+            cols += [c_, slack]
+            vals += [v_, -np.ones(count)]
+            slack_row = np.concatenate([slack_row, r + np.arange(count)])
+            c = np.concatenate([c, np.full(count, getattr(w, key) * dt_h)])
+            offset_parts[key] = -dt_h * getattr(w, key) * offset
+            slack_cols[key] = slice(n_cols, n_cols + count)
+            n_cols += count
+    offset = sum(offset_parts.values())
     A = sp.csr_matrix(
         (np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
-        shape=(base, n + F * T),
+        shape=(base, n_cols),
     )
     return Model(
         c,
@@ -217,7 +271,71 @@ def build_model(trace: EpisodeTrace, config: SimConfig, opts: Options) -> Model:
         slack_row,
         n_rows,
         offset_parts,
+        slack_cols,
     )
+
+
+NetworkRows = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, float]
+
+
+def _network_rows(
+    limits: LinearLimits,
+    config: SimConfig,
+    trace: EpisodeTrace,
+    st: np.ndarray,
+    t_idx: np.ndarray,
+    o_idx: np.ndarray,
+    station_kw: np.ndarray,
+) -> dict[str, NetworkRows]:
+    """The lindistflow rows, by reward key: (row within the block, column, value,
+    lower, upper, the cost the background alone leaves [p.u. or kVA x ticks]).
+
+    ``undervoltage``: per point of supply and tick, its deficit = base + the
+    stations' kW x sensitivity, paid above 0 by the row's slack; the background's
+    own deficit is the offset (the world charges what EV load adds). Rows only
+    where the stations at their limits could take the bus below its floor.
+    ``transformer_overload``: per station DT and tick, kVA = kW / pf, paid above
+    its rating; rows only where the station's limit could exceed it.
+    """
+    T = trace.n_ticks
+    base = limits.base_deficit_pu[:T]  # (T, B)
+    sens = limits.deficit_per_kw  # (B, S)
+    worst = base + sens @ trace.limit_kw  # (T, B) every station at its limit
+    t_b, b = np.nonzero((worst > 0.0) & limits.supply_bus)
+    pos = -np.ones(base.shape, dtype=int)
+    pos[t_b, b] = np.arange(len(b))
+    # every (session tick, bus its station's kW reaches) pair, at-risk buses only
+    reached = sens.T > 0.0  # (S, B)
+    width = max(1, int(reached.sum(axis=1).max()))
+    buses = np.full((len(reached), width), -1)
+    for s_, row in enumerate(reached):
+        buses[s_, : row.sum()] = np.flatnonzero(row)
+    i_s = np.repeat(np.arange(len(st)), width)
+    b_s = buses[st].reshape(-1)
+    keep = b_s >= 0
+    i_s, b_s = i_s[keep], b_s[keep]
+    keep = pos[t_idx[i_s], b_s] >= 0
+    i_s, b_s = i_s[keep], b_s[keep]
+    v = sens[b_s, st[i_s]] * station_kw[i_s]
+    out = {
+        "undervoltage": (
+            pos[t_idx[i_s], b_s], o_idx[i_s], v,
+            np.full(len(b), -np.inf), -base[t_b, b],
+            float(np.maximum(0.0, base[t_b, b]).sum()),
+        )
+    }  # fmt: skip
+    # DTs: the rating may be swapped per tick; NaN (HT) never binds.
+    rating = TRANSFORMER_LIMIT * limits.dt_kva[:T]  # (T, S)
+    reach = trace.limit_kw * limits.kva_per_kw  # (S,) [kVA] at the station's limit
+    t_s, s_s = np.nonzero(reach[None, :] > np.nan_to_num(rating, nan=np.inf))
+    dpos = -np.ones(rating.shape, dtype=int)
+    dpos[t_s, s_s] = np.arange(len(s_s))
+    sel = dpos[t_idx, st] >= 0
+    out["transformer_overload"] = (
+        dpos[t_idx[sel], st[sel]], o_idx[sel], station_kw[sel] * limits.kva_per_kw,
+        np.full(len(s_s), -np.inf), rating[t_s, s_s], 0.0,
+    )  # fmt: skip
+    return out
 
 
 def price_selection(model: Model, chosen: list[int]) -> float:
@@ -393,6 +511,7 @@ def solve_episode(
     start and the baselines stand in, and the status says so.
     """
     config = config or SimConfig()
+    check_grid(config)
     env = EVGridEnv(config)
     env.reset(seed=seed, scenario=scenario, **(reset_kwargs or {}))
     trace = episode_trace(env)
@@ -400,7 +519,7 @@ def solve_episode(
     opts = build_options(
         trace, config, stations_per_kind=stations_per_kind, max_defer_min=max_defer_min
     )
-    model = build_model(trace, config, opts)
+    model = build_model(trace, config, opts, grid_limits(env))
     eps = [play_baseline(b, scenario, seed, config, reset_kwargs) for b in baselines]
     order = np.argsort(trace.ev_minute, kind="stable")
     start = best_start(model, opts, order, eps)
@@ -486,9 +605,9 @@ def model_parts(
     for o in np.flatnonzero(x[: len(opts)] > 0.5).tolist():
         for k, v in opts.parts[o].items():
             out[k] -= v
-    n = model.n_options
     w = config.weights
     dt_h = config.tick_minutes / 60.0
     off = model.offset_parts
-    out["grid_stress"] = -w.grid_stress * dt_h * float(x[n:].sum()) - off["grid_stress"]
+    for key, cols in model.slack_cols.items():
+        out[key] = -getattr(w, key) * dt_h * float(x[cols].sum()) - off[key]
     return out

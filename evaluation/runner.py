@@ -2,7 +2,8 @@
 
 Each finished episode is appended as one JSON line to ``episodes.jsonl`` in the
 output folder; a restart skips the (policy, scenario, seed) already there, so an
-interrupted comparison loses at most the episode in flight.
+interrupted comparison loses at most the episode in flight. A record names the
+grid model it ran on, and one folder holds one grid model's episodes.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ def _record(policy: str, scenario: str, seed: int, env: EVGridEnv) -> dict[str, 
         "policy": policy,
         "scenario": scenario,
         "seed": seed,
+        "grid": env.config.grid,
         "return": float(k.total_return),
         "kpis": {key: float(v) for key, v in env.kpi_summary().items()},
         "parts": {key: float(v) for key, v in k.parts_total.items()},
@@ -74,6 +76,12 @@ def run_episode(
 
 
 # --- Many episodes, resumable ---------------------------------------------------------
+def record_grid(record: dict[str, Any]) -> str:
+    """The grid model a record ran on (records from before ``grid`` was written:
+    the feeder sum, then the only model)."""
+    return record.get("grid", "feeder_sum")
+
+
 def load_records(path: Path) -> list[dict[str, Any]]:
     """Records of a JSONL file; a torn last line (interrupted write) is ignored."""
     if not path.exists():
@@ -111,6 +119,13 @@ def run_comparison(
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / EPISODES_FILE
     records = load_records(path)
+    grid = (config or SimConfig()).grid
+    other = sorted({record_grid(r) for r in records} - {grid})
+    if other:
+        raise ValueError(
+            f"{out_dir} holds episodes on grid model {', '.join(other)}, not {grid}: "
+            "give this grid model its own --out"
+        )
     done = {(r["policy"], r["scenario"], r["seed"]) for r in records}
     jobs = [
         (p, sc, s)

@@ -68,12 +68,20 @@ class PandapowerNet:
         )  # fmt: skip
         self.solved = True
         n_br = len(self.network.branches)
-        loading, losses = np.zeros(n_br), np.zeros(n_br)
+        loading, losses, flow = np.zeros(n_br), np.zeros(n_br), np.zeros(n_br)
         if len(self.line_rows):
-            loading[self.line_rows] = net.res_line["loading_percent"].to_numpy() / 100
-            losses[self.line_rows] = net.res_line["pl_mw"].to_numpy() * 1000.0
+            r = net.res_line
+            loading[self.line_rows] = r["loading_percent"].to_numpy() / 100
+            losses[self.line_rows] = r["pl_mw"].to_numpy() * 1000.0
+            flow[self.line_rows] = (
+                np.hypot(r["p_from_mw"].to_numpy(), r["q_from_mvar"].to_numpy()) * 1e3
+            )
         if len(self.trafo_rows):
-            loading[self.trafo_rows] = net.res_trafo["loading_percent"].to_numpy() / 100
-            losses[self.trafo_rows] = net.res_trafo["pl_mw"].to_numpy() * 1000.0
+            r = net.res_trafo
+            loading[self.trafo_rows] = r["loading_percent"].to_numpy() / 100
+            losses[self.trafo_rows] = r["pl_mw"].to_numpy() * 1000.0
+            flow[self.trafo_rows] = (
+                np.hypot(r["p_hv_mw"].to_numpy(), r["q_hv_mvar"].to_numpy()) * 1e3
+            )
         vm = net.res_bus["vm_pu"].to_numpy().copy()
-        return NetworkState(self.network, vm, loading, losses)
+        return NetworkState(self.network, vm, loading, losses, flow)

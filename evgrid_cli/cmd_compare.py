@@ -25,6 +25,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=0, help="first seed")
     p.add_argument("--out", default="compare_out", help="output folder (resumable)")
     p.add_argument(
+        "--grid",
+        default="feeder_sum",
+        help="grid model: feeder_sum (default), lindistflow, ac (the ac extra); "
+        "one per output folder",
+    )
+    p.add_argument(
         "--reference",
         default="greedy_eta",
         help="policy the paired differences are taken against",
@@ -44,7 +50,8 @@ def _names(text: str) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from evgrid_core import get_scenario
+    from evgrid_core import SimConfig, get_scenario
+    from evgrid_core.grid import grid_model_factory
     from evgrid_core.policies import policy_names
 
     policies, scenarios = _names(args.policies), _names(args.scenarios)
@@ -54,6 +61,8 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError("--episodes must be >= 1 and --seed >= 0")
     for sc in scenarios:
         get_scenario(sc)
+    grid_model_factory(args.grid)  # an unknown model: a one-line error, before any run
+    config = SimConfig(grid=args.grid)
     known = set(policy_names()) | {"optimum"}
     unknown = [p for p in policies if p not in known]
     if unknown:
@@ -63,6 +72,10 @@ def run(args: argparse.Namespace) -> int:
     if args.reference not in policies:
         raise ValueError(f"--reference {args.reference} is not among --policies")
     optimum = optimum_settings(args)
+    if "optimum" in policies:
+        from evaluation.optimum import check_grid
+
+        check_grid(config)
 
     from evaluation.report import write_report
     from evaluation.runner import code_version, run_comparison
@@ -74,6 +87,7 @@ def run(args: argparse.Namespace) -> int:
         scenarios,
         seeds,
         out,
+        config=config,
         optimum=optimum,
         progress=not args.no_progress,
         code=code_version(),

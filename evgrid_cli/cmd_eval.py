@@ -24,6 +24,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--seed", type=int, default=0, help="first seed")
     p.add_argument(
+        "--grid",
+        default="feeder_sum",
+        help="grid model: feeder_sum (default), lindistflow, ac (the ac extra)",
+    )
+    p.add_argument(
         "--model",
         default=None,
         help="model file for policies that take one (oracle: a GGUF)",
@@ -39,7 +44,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
-    from evgrid_core import KPI_UNITS, aggregate, get_scenario
+    from evgrid_core import KPI_UNITS, SimConfig, aggregate, get_scenario
+    from evgrid_core.grid import grid_model_factory
     from evgrid_core.policies import make_policy
     from evgrid_core.rollout import run_episode
 
@@ -48,6 +54,8 @@ def run(args: argparse.Namespace) -> int:
     if args.seed < 0:
         raise ValueError("--seed must be non-negative")
     get_scenario(args.scenario)
+    grid_model_factory(args.grid)  # an unknown model: a one-line error, before any run
+    config = SimConfig(grid=args.grid)
     kwargs = {"model_path": args.model} if args.model else {}
     policy = make_policy(args.policy, **kwargs)
     seeds = list(range(args.seed, args.seed + args.episodes))
@@ -55,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
     bar = tqdm(seeds, desc=f"{args.policy} on {args.scenario}", unit="ep", file=sys.stderr,
                disable=args.no_progress)  # fmt: skip
     for seed in bar:
-        results.append(run_episode(policy, args.scenario, seed))
+        results.append(run_episode(policy, args.scenario, seed, config))
         bar.set_postfix(ret=f"{results[-1].ret:.1f}")
     stats = aggregate(r.kpis for r in results)
     returns = [r.ret for r in results]
@@ -63,6 +71,7 @@ def run(args: argparse.Namespace) -> int:
         out = {
             "policy": args.policy,
             "scenario": args.scenario,
+            "grid": args.grid,
             "episodes": args.episodes,
             "seeds": seeds,
             "kpis": stats,
@@ -77,7 +86,8 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(out, indent=2))
         return 0
     print(
-        f"\n{args.policy} on {args.scenario}, {args.episodes} episodes from seed {args.seed}"
+        f"\n{args.policy} on {args.scenario}, {args.episodes} episodes from seed "
+        f"{args.seed}, grid model {args.grid}"
     )
     print(f"{'KPI':<24}{'mean':>12}{'± 95% CI':>12}  unit")
     for key, s in stats.items():

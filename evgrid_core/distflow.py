@@ -18,21 +18,75 @@ from functools import cached_property
 
 import numpy as np
 
-from .network import BASE_MVA, Network
+from .network import BASE_MVA, TRANSFORMER_LIMIT, Network
+
+
+def voltage_deficit(net: Network, vm_pu: np.ndarray) -> np.ndarray:
+    """(B,) [p.u.] ``(floor^2 - v^2) / (2 floor)`` at every bus: how far below its
+    voltage floor each bus is (negative: above it), on the squared voltage."""
+    floor = net.v_floor_pu
+    return (floor * floor - vm_pu * vm_pu) / (2.0 * floor)
 
 
 @dataclass(frozen=True)
 class NetworkState:
     """What the network's buses and branches did in one tick (any solver).
 
-    Observation-free diagnostics: nothing in the reward or the observation reads
-    them (yet). The per-feeder summaries are computed when first read.
+    The reward's network parts (``reward.network_terms``), the KPIs and the
+    observation read the summaries below, computed when first read. The grid model
+    adds the tick's transformer ratings (``dt_kva``, a scenario can swap a DT) and
+    the voltage deficits of the background alone (``background_deficit_pu``: what
+    no dispatch changes).
     """
 
     network: Network
     vm_pu: np.ndarray  # (B,) [p.u.] bus voltage magnitude
     loading: np.ndarray  # (Br,) [0-1] branch current / rating
     losses_kw: np.ndarray  # (Br,) [kW] branch series losses
+    flow_kva: np.ndarray  # (Br,) [kVA] apparent power into each branch (parent end)
+    dt_kva: np.ndarray | None = None  # (S,) [kVA] DT ratings now; None: the network's
+    background_deficit_pu: np.ndarray | None = None  # (B,) the background's alone
+
+    @cached_property
+    def voltage_deficit_pu(self) -> np.ndarray:
+        """(B,) [p.u.] how far each point of supply is below its floor (0 above it).
+
+        Measured on the squared voltage, ``(floor^2 - v^2) / (2 floor)``: within
+        0.0005 p.u. of ``floor - v`` down to 0.03 p.u. below, and linear in the loads
+        under LinDistFlow (``v^2`` is), so the optimum's model charges it exactly.
+        """
+        d = voltage_deficit(self.network, self.vm_pu)
+        return np.where(self.network.supply_bus & (d > 0.0), d, 0.0)
+
+    @cached_property
+    def undervoltage(self) -> np.ndarray:
+        """(F,) bool: a point of supply of the feeder is below its voltage floor."""
+        net = self.network
+        below = self.voltage_deficit_pu > 0.0
+        return np.bincount(net.bus_feeder, below, minlength=net.n_feeders) > 0
+
+    @cached_property
+    def min_supply_vm_pu(self) -> np.ndarray:
+        """(F,) [p.u.] each feeder's lowest voltage at a point of supply."""
+        net = self.network
+        out = np.full(net.n_feeders, np.inf)
+        on = net.supply_bus
+        np.minimum.at(out, net.bus_feeder[on], self.vm_pu[on])
+        return out
+
+    @cached_property
+    def dt_rating_kva(self) -> np.ndarray:
+        """(S,) [kVA] each station's DT rating this tick (NaN: an HT station)."""
+        return self.network.station_dt_kva if self.dt_kva is None else self.dt_kva
+
+    @cached_property
+    def dt_overload_kva(self) -> np.ndarray:
+        """(S,) [kVA] the apparent power each station's DT carries above its rating
+        times ``TRANSFORMER_LIMIT`` (0 for an HT station)."""
+        br = self.network.station_branch
+        flow = np.where(br >= 0, self.flow_kva[np.maximum(br, 0)], 0.0)
+        over = flow - TRANSFORMER_LIMIT * self.dt_rating_kva
+        return np.where(over > 0.0, over, 0.0)  # NaN (HT) compares False
 
     @cached_property
     def min_vm_pu(self) -> np.ndarray:
@@ -54,9 +108,12 @@ class NetworkState:
 
     @cached_property
     def station_transformer_loading(self) -> np.ndarray:
-        """(S,) [0-1] each station's distribution transformer (NaN: an HT station)."""
+        """(S,) [0-1] each station's distribution transformer: the kVA it carries
+        over its rating this tick (NaN: an HT station). By kVA, not current, so it
+        is above ``TRANSFORMER_LIMIT`` exactly when ``dt_overload_kva`` is above 0."""
         br = self.network.station_branch
-        return np.where(br >= 0, self.loading[np.maximum(br, 0)], np.nan)
+        flow = np.where(br >= 0, self.flow_kva[np.maximum(br, 0)], np.nan)
+        return flow / self.dt_rating_kva
 
     @cached_property
     def max_line_loading(self) -> np.ndarray:
@@ -95,5 +152,15 @@ class LinDistFlowSolver:
         vm = np.sqrt(v2)
         S2 = P * P + Q * Q
         losses = self.r * S2 / v2[self.parent] / s
-        loading = np.sqrt(S2) / vm[self.child] / self.rating
-        return NetworkState(self.network, vm, loading, losses)
+        flow = np.sqrt(S2)
+        loading = flow / vm[self.child] / self.rating
+        return NetworkState(self.network, vm, loading, losses, flow / s)
+
+    def deficit_sensitivity(self, kvar_per_kw: float) -> np.ndarray:
+        """(B, S) [p.u. per kW] how much each bus's ``voltage_deficit_pu`` (before
+        its floor at 0) grows per kW a station draws at ``kvar_per_kw``: from
+        ``v^2 = 1 - 2 D^T (r D p + x D q)``, ``(D^T diag(r + x tan phi) D) / floor``
+        at the station's bus. Exact: the deficit is linear in the loads."""
+        net, D = self.network, self.D
+        per_kw = (D.T * (self.r + self.x * kvar_per_kw)) @ D[:, net.station_bus]
+        return per_kw * self.scale / net.v_floor_pu[:, None]

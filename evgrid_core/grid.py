@@ -12,28 +12,33 @@ feeders' AC state as radial networks (``network.py``) in ``GridTick.network``:
 ``LinDistFlow`` (``"lindistflow"``, numpy, here) and the pandapower reference
 (``"ac"``, the ``evgrid_ac`` package, loaded through the ``evgrid.grid_models``
 entry points). Another model is a class with the same ``carry`` and a row in
-``GRID_MODELS``; ``SimConfig.grid`` names the one an episode uses.
+``GRID_MODELS``; ``SimConfig.grid`` names the one an episode uses. Every model
+also gives the observation's 30-minute feeder forecast (``forecast``): the rule
+lives with the model.
 """
 
 from __future__ import annotations
 
 import importlib
 import tomllib
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
 from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Protocol
 
 import numpy as np
 
-from .distflow import LinDistFlowSolver, NetworkState
+from .distflow import LinDistFlowSolver, NetworkState, voltage_deficit
 from .network import (
+    EV_PF,
     Network,
     background_injections,
     city_network,
     station_injections,
+    tan_phi,
 )
+from .scenarios import Scenario, TransformerEvent
 from .tables import ScenarioTables
 
 
@@ -47,8 +52,9 @@ class GridTick:
     shed_kw: np.ndarray  # (F,) [kW] EV load asked but shed by protection (read-only)
     utilisation: list[float]  # (F,) [0-1] load carried / capacity
     station_factor: np.ndarray | None  # (S,) each station's EV energy x this; None: 1
-    # The network models' bus voltages, branch loading and losses (diagnostics that
-    # no reward, KPI or observation reads yet); None for the feeder sum.
+    # The network models' bus voltages, branch loading, flows and losses, read by
+    # the reward (``reward.network_terms``), the KPIs and the observation; None for
+    # the feeder sum.
     network: NetworkState | None = None
 
 
@@ -57,6 +63,11 @@ class GridModel(Protocol):
 
     def carry(self, tick: int, station_kw: np.ndarray) -> GridTick:
         """The feeders in ``tick`` when the stations ask ``station_kw`` [kW] (S,)."""
+        ...
+
+    def forecast(self, tick: int, asked_kw: np.ndarray, ticks: int) -> np.ndarray:
+        """(F,) [0-1] each feeder's highest utilisation over ``ticks`` ticks from
+        ``tick`` if its EV load stays at ``asked_kw`` [kW] (F,)."""
         ...
 
 
@@ -99,6 +110,8 @@ class FeederSum:
     def __init__(self, tables: ScenarioTables, background_kw: np.ndarray) -> None:
         self.feeder_of = tables.feeder_of
         self.n_feeders = len(tables.city.feeders)
+        self.capacity_kw = tables.capacity_kw  # (T, F) [kW]
+        self.background_kw = background_kw  # (T, F) [kW]
         self.capacity_rows = tables.capacity_rows
         self.background_rows: list[list[float]] = background_kw.tolist()
         # [kW] EV load a feeder carries before its protection sheds any (T, F)
@@ -123,6 +136,11 @@ class FeederSum:
         util = [(b + e) / c for b, e, c in zip(bg, ev_kw.tolist(), cap, strict=True)]
         return GridTick(cap, bg, ev_kw, shed, util, factor)
 
+    def forecast(self, tick: int, asked_kw: np.ndarray, ticks: int) -> np.ndarray:
+        horizon = slice(tick, min(len(self.capacity_kw), tick + ticks))
+        fc = (self.background_kw[horizon] + asked_kw) / self.capacity_kw[horizon]
+        return fc.max(axis=0)
+
 
 # --- The network models -----------------------------------------------------------
 class NetworkGridModel:
@@ -130,8 +148,10 @@ class NetworkGridModel:
 
     What the feeders carry (EV kW, protection, utilisation) is ``FeederSum``'s, to
     the bit; the carried loads (background spread over the buses, each station's
-    EV kW after protection) then go to ``solve``. Limits on voltage or transformer
-    loading are not rules yet: the state is reported, not acted on.
+    EV kW after protection) then go to ``solve``. The state carries the tick's DT
+    ratings (a scenario's ``TransformerEvent`` swaps one) and the voltage deficits
+    of the background alone (solved once per tick when first asked), from which
+    the reward charges what the EV load adds (``reward.network_terms``).
     """
 
     def __init__(self, tables: ScenarioTables, background_kw: np.ndarray) -> None:
@@ -141,9 +161,30 @@ class NetworkGridModel:
         self.background_p, self.background_q = background_injections(
             self.network, background_kw
         )
+        self.n_ticks = len(background_kw)
+        self.dt_kva: np.ndarray | None = None  # (T, S) [kVA] when a DT is swapped
+        self._background_deficit: dict[int, np.ndarray] = {}
+
+    def swap_transformers(self, events: Iterable[TransformerEvent]) -> None:
+        """The scenario's DT swaps: station ``e.station``'s DT rated ``e.kva`` in
+        ticks [start, end) (its impedance kept [A])."""
+        table = np.tile(self.network.station_dt_kva, (self.n_ticks, 1))
+        for e in events:
+            table[e.start_tick : e.end_tick, e.station - 1] = e.kva
+        table.flags.writeable = False
+        self.dt_kva = table
 
     def solve(self, p_kw: np.ndarray, q_kvar: np.ndarray) -> NetworkState:
         raise NotImplementedError
+
+    def background_deficit(self, tick: int) -> np.ndarray:
+        """(B,) [p.u.] the voltage deficits with the background load alone."""
+        d = self._background_deficit.get(tick)
+        if d is None:
+            t = min(tick, self.n_ticks - 1)
+            state = self.solve(self.background_p[t], self.background_q[t])
+            d = self._background_deficit[tick] = state.voltage_deficit_pu
+        return d
 
     def carry(self, tick: int, station_kw: np.ndarray) -> GridTick:
         g = self.feeders.carry(tick, station_kw)
@@ -155,8 +196,16 @@ class NetworkGridModel:
         state = self.solve(
             self.background_p[tick] + ev_p, self.background_q[tick] + ev_q
         )
+        state = replace(
+            state,
+            dt_kva=None if self.dt_kva is None else self.dt_kva[tick],
+            background_deficit_pu=self.background_deficit(tick),
+        )
         return GridTick(g.capacity_kw, g.background_kw, g.ev_kw, g.shed_kw,
                         g.utilisation, g.station_factor, state)  # fmt: skip
+
+    def forecast(self, tick: int, asked_kw: np.ndarray, ticks: int) -> np.ndarray:
+        return self.feeders.forecast(tick, asked_kw, ticks)
 
 
 class LinDistFlow(NetworkGridModel):
@@ -168,6 +217,41 @@ class LinDistFlow(NetworkGridModel):
 
     def solve(self, p_kw: np.ndarray, q_kvar: np.ndarray) -> NetworkState:
         return self.solver.solve(p_kw, q_kvar)
+
+    def linear_limits(self) -> LinearLimits:
+        """The voltage and DT limits as linear functions of the stations' kW: what
+        the hindsight optimum's model adds under this grid model."""
+        net = self.network
+        base = np.array(
+            [
+                voltage_deficit(net, self.solve(p, q).vm_pu)
+                for p, q in zip(self.background_p, self.background_q, strict=True)
+            ]
+        )
+        dt = self.dt_kva
+        return LinearLimits(
+            supply_bus=net.supply_bus,
+            bus_feeder=net.bus_feeder,
+            base_deficit_pu=base,
+            deficit_per_kw=self.solver.deficit_sensitivity(tan_phi(EV_PF)),
+            dt_kva=np.tile(net.station_dt_kva, (self.n_ticks, 1)) if dt is None else dt,
+            kva_per_kw=1.0 / EV_PF,
+        )
+
+
+@dataclass(frozen=True)
+class LinearLimits:
+    """Under LinDistFlow, per tick t: bus b's voltage deficit (before its floor at 0)
+    is ``base_deficit_pu[t, b] + deficit_per_kw[b] @ station_kw`` and station s's
+    DT carries ``kva_per_kw * station_kw[s]`` against ``dt_kva[t, s]``: exact, as
+    the world computes them (``distflow.NetworkState``)."""
+
+    supply_bus: np.ndarray  # (B,) bool: the points of supply the limits hold
+    bus_feeder: np.ndarray  # (B,) feeder index
+    base_deficit_pu: np.ndarray  # (T, B) [p.u.] with the background alone
+    deficit_per_kw: np.ndarray  # (B, S) [p.u./kW]
+    dt_kva: np.ndarray  # (T, S) [kVA] DT ratings (NaN: HT)
+    kva_per_kw: float  # [kVA/kW] of the EV load (its power factor's inverse)
 
 
 _solvers: dict[int, tuple[Network, LinDistFlowSolver]] = {}
@@ -210,18 +294,33 @@ def register_grid_model(name: str, factory: GridFactory) -> None:
     GRID_MODELS[name] = factory
 
 
-def make_grid_model(
-    name: str, tables: ScenarioTables, background_kw: np.ndarray
-) -> GridModel:
+def grid_model_factory(name: str) -> GridFactory:
+    """The factory ``SimConfig(grid=name)`` selects (a plugin imported on first
+    use); a one-line ``ValueError`` for a name that is not one."""
     if name not in GRID_MODELS and name in (plugins := plugin_modules()):
         try:
             importlib.import_module(plugins[name])  # registers the model
         except ImportError as e:
             raise ValueError(f"grid model {name!r} cannot load: {e}") from e
     try:
-        factory = GRID_MODELS[name]
+        return GRID_MODELS[name]
     except KeyError:
+        choices = ", ".join(dict.fromkeys([*GRID_MODELS, *plugin_modules()]))
         raise ValueError(
-            f"unknown grid model {name!r}; choose one of: {', '.join(GRID_MODELS)}"
+            f"unknown grid model {name!r}; choose one of: {choices}"
         ) from None
-    return factory(tables, background_kw)
+
+
+def make_grid_model(
+    name: str,
+    tables: ScenarioTables,
+    background_kw: np.ndarray,
+    scenario: Scenario | None = None,
+) -> GridModel:
+    """The episode's grid model. A scenario's ``transformer_events`` reach the
+    network models (the feeder sum has no transformers)."""
+    model = grid_model_factory(name)(tables, background_kw)
+    events = scenario.transformer_events if scenario is not None else ()
+    if events and isinstance(model, NetworkGridModel):
+        model.swap_transformers(events)
+    return model

@@ -12,11 +12,15 @@ from .config import REWARD_KEYS
 from .world import GAVE_UP, STRANDED
 
 if TYPE_CHECKING:
+    from .distflow import NetworkState
     from .world import World
 
 # Stable KPI keys, in display order, with their units. Waits count every EV that
 # asked (see ``waits_min``); stranded counts every EV that left without charging,
 # gave_up those of them whose patience ran out (the rest got an invalid answer).
+# The network grid models add feeder-minutes with a point of supply below its
+# voltage floor, station-minutes with a DT above its rating, and the network's
+# series losses; under the feeder sum they are 0.
 KPI_UNITS: dict[str, str] = {
     "mean_wait_min": "min",
     "p95_wait_min": "min",
@@ -33,6 +37,9 @@ KPI_UNITS: dict[str, str] = {
     "overload_feeder_min": "min",
     "shed_kwh": "kWh",
     "stress_events": "events",
+    "undervoltage_feeder_min": "min",
+    "transformer_overload_min": "min",
+    "losses_kwh": "kWh",
     "renewable_share_pct": "%",
     "energy_cost_inr": "INR",
     "cost_per_kwh_inr": "INR/kWh",
@@ -59,6 +66,12 @@ class KPITracker:
         self.unmet_kwh = 0.0  # [kWh] still owed at the end to EVs in the system
         self.shed_kwh = 0.0  # [kWh] EV charging shed by feeder protection
         self.total_return = 0.0
+        # The network grid models only (0 under the feeder sum):
+        self.undervoltage_ticks = (
+            0  # feeder-ticks with a point of supply below its floor
+        )
+        self.dt_overload_ticks = 0  # station-ticks with a DT above its rating
+        self.losses_kwh = 0.0  # [kWh] series losses of lines and transformers
         self.feeder_util_history: list[list[float]] = []  # [tick][feeder] utilisation
         self.parts_total = dict.fromkeys(REWARD_KEYS, 0.0)
 
@@ -78,6 +91,12 @@ class KPITracker:
         self.feeder_util_history.append(util)
         self.overload_ticks += n_over
         self.stress_events += new_stress
+
+    def on_network(self, state: NetworkState, dt_h: float) -> None:
+        """One tick of the network (the network grid models)."""
+        self.undervoltage_ticks += int(state.undervoltage.sum())
+        self.dt_overload_ticks += int(np.count_nonzero(state.dt_overload_kva))
+        self.losses_kwh += float(state.losses_kw.sum()) * dt_h
 
     def on_energy(self, kwh: float, renewable_kwh: float, cost_inr: float) -> None:
         self.energy += kwh
@@ -131,6 +150,9 @@ class KPITracker:
             "overload_feeder_min": float(self.overload_ticks * tm),
             "shed_kwh": self.shed_kwh,
             "stress_events": self.stress_events,
+            "undervoltage_feeder_min": float(self.undervoltage_ticks * tm),
+            "transformer_overload_min": float(self.dt_overload_ticks * tm),
+            "losses_kwh": self.losses_kwh,
             "renewable_share_pct": 100.0 * self.renewable_energy / self.energy
             if self.energy
             else 0.0,

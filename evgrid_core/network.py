@@ -154,6 +154,49 @@ def tan_phi(pf: float) -> float:
     return math.tan(math.acos(pf))
 
 
+# --- Limits ----------------------------------------------------------------------------
+# Voltage of supply: the Indian Electricity Rules 1956, rule 54 ("declared voltage of
+# supply to consumer"), whose bands the CEA (Measures relating to Safety and Electric
+# Supply) Regulations carried on: the voltage at a consumer's point of supply may not
+# differ from the declared voltage by more than 6 % at low voltage, by more than 6 %
+# up or 9 % down at high voltage (11 kV), by more than 10 % up or 12.5 % down at
+# extra-high voltage. Neither text is in shared/reference: [A] until checked there.
+
+
+@dataclass(frozen=True, slots=True)
+class VoltageBand:
+    """The voltage a point of supply may have [p.u. of the declared voltage]."""
+
+    low: float
+    high: float
+
+
+VOLTAGE_BANDS = {
+    "lt": VoltageBand(0.94, 1.06),  # rule 54 (i): low voltage, +-6 %
+    "ht": VoltageBand(0.91, 1.06),  # rule 54 (ii): high voltage, +6 % / -9 %
+    "eht": VoltageBand(0.875, 1.10),  # rule 54 (iii): extra-high, +10 % / -12.5 %
+}
+# The distribution transformers give 433 V at no load (IS 1180-1) for a declared
+# 415 V [A]; the network models them at the nominal ratio (LV_KV), so an LV bus's
+# voltage in the models' per unit is 415/433 of the supply's, and the LT band's
+# floor there is 0.94 x 415/433 = 0.901.
+DT_NO_LOAD_KV = 0.433  # [kV] [A: IS 1180-1, not in shared/reference]
+# A distribution transformer is overloaded above its nameplate kVA [A]: IS 2026-7's
+# loading guide allows cyclic overloads, but BESCOM's DT failures (7.5-7.95 % a
+# year 2020-23) are put down to overloading [V] (DH, facts §3.2), so every kVA above
+# the rating counts.
+TRANSFORMER_LIMIT = 1.0  # [0-1] loading (kVA / rated kVA) above which a DT is over
+
+
+def voltage_floor_pu(bus: Bus) -> float:
+    """The lowest voltage the bus may have, in the network's per unit (its nominal
+    voltage): the band of its voltage level, the LV side read through the DTs'
+    no-load ratio."""
+    if bus.vn_kv < 1.0:
+        return VOLTAGE_BANDS["lt"].low * LV_KV / DT_NO_LOAD_KV
+    return VOLTAGE_BANDS["ht" if bus.vn_kv <= 33.0 else "eht"].low
+
+
 # --- The network ---------------------------------------------------------------------
 
 
@@ -241,6 +284,33 @@ class Network:
             for s in self.slack
         ]
         return np.array(heads)
+
+    @cached_property
+    def supply_bus(self) -> np.ndarray:
+        """(B,) bool: the points of supply whose voltage the limits hold: the buses
+        that carry load (the background's locality buses and the stations' buses)."""
+        out = (self.background_share > 0).any(axis=0)
+        out[self.station_bus] = True
+        out.flags.writeable = False
+        return out
+
+    @cached_property
+    def v_floor_pu(self) -> np.ndarray:
+        """(B,) [p.u.] each bus's lowest allowed voltage (``voltage_floor_pu``)."""
+        out = np.array([voltage_floor_pu(b) for b in self.buses])
+        out.flags.writeable = False
+        return out
+
+    @cached_property
+    def station_dt_kva(self) -> np.ndarray:
+        """(S,) [kVA] each station's distribution transformer rating (NaN: HT)."""
+        out = np.full(len(self.station_branch), np.nan)
+        for s, br in enumerate(self.station_branch.tolist()):
+            t = self.branches[br].transformer if br >= 0 else None
+            if t is not None:
+                out[s] = t.sn_kva
+        out.flags.writeable = False
+        return out
 
     def impedance_pu(self) -> tuple[np.ndarray, np.ndarray]:
         """(r, x) of every branch [p.u.]."""

@@ -15,6 +15,7 @@ import numpy as np
 from .chargers import KIND_NAMES, N_KINDS, vehicle_kw
 from .fast import built, city_part_of_the_tick
 from .fleet import CLASS_NAMES
+from .network import VOLTAGE_BANDS
 from .rules import defer_options, route_mask
 from .world import World
 
@@ -72,6 +73,13 @@ class Observation:
     feeder_shed_kw: np.ndarray  # (F,) [kW] EV load shed by feeder protection last tick
     load_shifts_left: int
     station_names: tuple[str, ...]
+    # The network grid models only (None under the feeder sum), last tick's:
+    feeder_min_voltage_pu: np.ndarray | None = (
+        None  # (F,) [p.u.] lowest at a point of supply
+    )
+    station_transformer_loading: np.ndarray | None = (
+        None  # (S,) [0-1] DT kVA / rating (0: HT)
+    )
     # Derived forms of the tick's part (the text's head lines): filled on first use
     # and shared by the observations of the tick, like its arrays. Not an argument,
     # so a ``dataclasses.replace`` copy starts with its own.
@@ -97,6 +105,10 @@ class Observation:
                 "inbound": self.inbound.tolist(),
                 **{name: getattr(self, name).tolist() for name in CITY_ARRAYS},
                 "station_names": list(self.station_names),
+                **{
+                    name: None if (a := getattr(self, name)) is None else a.tolist()
+                    for name in NETWORK_ARRAYS
+                },
             }
         return done
 
@@ -105,6 +117,10 @@ class Observation:
 CITY_ARRAYS = ("plugs", "busy", "queue", "open", "cap_kw", "station_kw", "shifted",
                "feeder_of", "feeder_util", "feeder_capacity_kw", "feeder_forecast",
                "feeder_shed_kw")  # fmt: skip
+# The network models' arrays (None under the feeder sum).
+NETWORK_ARRAYS = ("feeder_min_voltage_pu", "station_transformer_loading")
+# The voltage floor the text names: an 11 kV point of supply's (network.py).
+HT_FLOOR_PU = VOLTAGE_BANDS["ht"].low
 
 
 def build_observation(w: World, done: bool) -> Observation:
@@ -159,12 +175,12 @@ def _city_view(w: World) -> dict[str, Any]:
     the tick's observations.
     """
     t = w._t()
-    horizon = slice(t, min(w.n_ticks, t + FORECAST_TICKS))
     grid = w.grid_now
     asked = grid.ev_kw + grid.shed_kw  # [kW] EV load asked, shed included
-    fc = (w.background[horizon] + asked) / w.tables.capacity_kw[horizon]
+    fc = w.grid.forecast(t, asked, FORECAST_TICKS)  # the grid model's rule
     shifted = w.shift_until > w.tick
     util = _frozen(np.array(grid.utilisation, dtype=float))
+    net = grid.network
     return {
         "tick": w.tick,
         "n_ticks": w.n_ticks,
@@ -181,12 +197,16 @@ def _city_view(w: World) -> dict[str, Any]:
         "feeder_of": w.tables.feeder_of,
         "feeder_util": util,
         "feeder_capacity_kw": w.tables.capacity_kw[t],
-        "feeder_forecast": _frozen(fc.max(axis=0)) if fc.size else util,
+        "feeder_forecast": _frozen(fc) if fc.size else util,
         "feeder_shed_kw": grid.shed_kw,  # read-only, replaced each tick
         "load_shifts_left": max(
             0, w.config.max_load_shifts_per_tick - w.shifts_this_tick
         ),
         "station_names": w.tables.station_names,
+        "feeder_min_voltage_pu": None if net is None else _frozen(net.min_supply_vm_pu),
+        "station_transformer_loading": None
+        if net is None
+        else _frozen(np.nan_to_num(net.station_transformer_loading, nan=0.0)),
     }
 
 
@@ -226,6 +246,7 @@ def render_text(obs: Observation, max_stations: int = 8) -> str:
     nearest = sorted(usable, key=travel.__getitem__)[:max_stations]
     plugs, busy, queue = lists["plugs"], lists["busy"], lists["queue"]
     feeder_of, shifted = lists["feeder_of"], lists["shifted"]
+    dt_load = lists["station_transformer_loading"]  # None under the feeder sum
     for s in nearest:
         ok, n, b, q = mask[s], plugs[s], busy[s], queue[s]
         cells = " ".join(
@@ -237,7 +258,8 @@ def render_text(obs: Observation, max_stations: int = 8) -> str:
             ]
         )
         cap = f" capped{lists['cap_kw'][s]:.0f}kW" if shifted[s] else ""
-        lines.append(f"S{s + 1} {travel[s]:.0f} F{feeder_of[s] + 1} {cells}{cap}")
+        dt = f" DT{dt_load[s] * 100:.0f}%" if dt_load is not None else ""
+        lines.append(f"S{s + 1} {travel[s]:.0f} F{feeder_of[s] + 1} {cells}{cap}{dt}")
     if not usable:
         lines.append("(no station can take this EV now)")
     defer = ",".join(map(str, obs.defer_options)) or "none"
@@ -270,5 +292,10 @@ def _tick_text(obs: Observation) -> tuple[str, str]:
                 )
             ]
         )
+        volts = a["feeder_min_voltage_pu"]  # the network models only
+        if volts is not None:
+            feeders += f"\nVOLTS lowest p.u. (floor {HT_FLOOR_PU:g}): " + " ".join(
+                [f"F{f} {v:.3f}" for f, v in enumerate(volts, 1)]
+            )
         text = obs.tick_memo["text"] = (head, feeders)
     return text

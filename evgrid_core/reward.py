@@ -43,6 +43,9 @@ class RewardWeights:
     )
     load_shift: float = 0.1  # [per action] each demand-response cap issued
     unmet: float = 0.02  # [per kWh] owed at the end to EVs routed, queued or charging
+    # The network grid models only (``network_terms``; 0 under the feeder sum):
+    undervoltage: float = 50.0  # [per p.u.-hour] voltage deficit the EV load adds
+    transformer_overload: float = 0.05  # [per kVAh] apparent power above a DT's rating
 
 
 REWARD_KEYS: tuple[str, ...] = tuple(f.name for f in fields(RewardWeights))
@@ -95,3 +98,24 @@ def feeder_stress(
         elif bg[f] > c:  # the background alone above capacity: no EV load to shed
             n_over += 1
     return stress_kw, over_kw, n_new_stress, n_over
+
+
+def network_terms(grid: GridTick) -> tuple[float, float]:
+    """One tick's network terms: ([p.u.] the voltage deficit the EV load adds,
+    summed over the points of supply, [kVA] the DTs' load above their ratings).
+
+    The deficit is each point of supply's distance below its voltage floor
+    (``NetworkState.voltage_deficit_pu``) less what the background alone leaves
+    there, so only what dispatch changes is charged; the weight (50 per p.u.-hour)
+    makes 1 kWh charged at the airport hub, whose tail is below its floor, cost
+    about what 1 kWh above a feeder's soft limit does (``grid_stress``). Both are
+    convex piecewise-linear in the stations' kW under LinDistFlow, so the optimum
+    charges them exactly. (0.0, 0.0) without a network (the feeder sum).
+    """
+    n = grid.network
+    if n is None:
+        return 0.0, 0.0
+    added = n.voltage_deficit_pu
+    if n.background_deficit_pu is not None:
+        added = np.maximum(added - n.background_deficit_pu, 0.0)
+    return float(added.sum()), float(n.dt_overload_kva.sum())

@@ -20,6 +20,18 @@ class FeederEvent:
 
 
 @dataclass(frozen=True, slots=True)
+class TransformerEvent:
+    """A window in which a station's distribution transformer is a smaller one
+    (a failed DT and the stand-in BESCOM puts up). Only the network grid models
+    have transformers; the feeder sum does not see it."""
+
+    station: int  # station id
+    start_tick: int  # first tick affected (episode-relative)
+    end_tick: int  # first tick no longer affected
+    kva: float  # [kVA] the stand-in's rating
+
+
+@dataclass(frozen=True, slots=True)
 class StationClosure:
     station: int  # station id
     start_tick: int
@@ -41,6 +53,7 @@ class Scenario:
     critical_scale: float = 1.0  # x chance an EV is critical
     feeder_events: tuple[FeederEvent, ...] = ()
     closures: tuple[StationClosure, ...] = ()
+    transformer_events: tuple[TransformerEvent, ...] = ()
 
 
 SCENARIOS: dict[str, Scenario] = {
@@ -149,6 +162,41 @@ SCENARIOS: dict[str, Scenario] = {
             "23:00-03:00: few EVs, cheap headroom, BESCOM sites closed until 06:00.",
             23 * 60,
             arrival_scale=1.5,
+        ),
+        # The North feeder's tail [A]: the airport hub (400 kW, 2 ultra plugs) sits
+        # 26.8 km of 11 kV line past Hebbal (docs/grid.md). At 22:00 the feeder runs
+        # at about three quarters of its capacity, but its tail is already near the
+        # 11 kV floor (about 0.92 p.u. against 0.91): cabs on the fast and ultra
+        # plugs for the night's departures pull it below while the feeder stays
+        # under its soft limit. Arrivals: the airport's night bank [A].
+        Scenario(
+            "airport_night",
+            "Airport night bank",
+            "22:00-02:00: cabs fast-charge at the airport hub for the night's "
+            "departures; the North feeder has capacity, its 27 km tail has no "
+            "voltage to spare (the network grid models).",
+            22 * 60,
+            arrival_scale=4.0,
+            critical_scale=1.5,
+            origin_boost=(
+                ("Kempegowda Intl Airport (Devanahalli)", 30.0),
+                ("Yelahanka", 3.0),
+            ),
+        ),
+        # A failed DT [A]: BESCOM loses 7.5-7.95 % of its DTs a year, overloading
+        # the cause given [V] (facts §3.2); a stand-in of 100 kVA (a BESCOM size)
+        # serves Whitefield's 400 kW site until the 500 kVA unit is back. The
+        # station's connection limit stays: the DT, not the feeder, binds.
+        Scenario(
+            "dt_failure",
+            "Failed transformer",
+            "10:00-14:00: Whitefield's 500 kVA transformer has failed and a 100 kVA "
+            "stand-in serves the site until 13:00 (the network grid models); "
+            "IT-park cabs and cars charge there at midday.",
+            10 * 60,
+            arrival_scale=1.2,
+            origin_boost=(("Whitefield (ITPL/TTMC)", 4.0), ("Marathahalli", 2.0)),
+            transformer_events=(TransformerEvent(12, 0, 36, 100.0),),
         ),
         Scenario(
             "full_day",

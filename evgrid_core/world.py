@@ -16,7 +16,7 @@ from .chargers import N_KINDS
 from .config import SimConfig
 from .fleet import Arrivals, EVLists
 from .grid import GridTick, make_grid_model
-from .reward import feeder_stress, fossil_kwh
+from .reward import feeder_stress, fossil_kwh, network_terms
 from .scenarios import Scenario
 from .tables import ScenarioTables
 
@@ -147,7 +147,7 @@ class World:
         self.obs_cache: tuple | None = None  # the tick's observation part (fast.py)
         # Feeders: the grid model carries the stations' load, tick by tick.
         self.background = tables.background_kw * feeder_noise  # (T, F) [kW]
-        self.grid = make_grid_model(config.grid, tables, self.background)
+        self.grid = make_grid_model(config.grid, tables, self.background, scenario)
         # What the feeders carried in the last tick (before the first: no EV load).
         self.grid_now: GridTick = self.grid.carry(0, self.station_kw)
         self.above_soft = [False] * len(tables.city.feeders)
@@ -365,6 +365,13 @@ class World:
         parts["peak"] -= w.peak * over_kwh
         kpis.on_tick(grid.utilisation, n_new_stress, n_over)
         kpis.shed_kwh += over_kwh
+        if grid.network is not None:  # the network models' limits
+            deficit_pu, over_kva = network_terms(grid)
+            parts["undervoltage"] -= w.undervoltage * deficit_pu * self.dt_h
+            parts["transformer_overload"] -= (
+                w.transformer_overload * over_kva * self.dt_h
+            )
+            kpis.on_network(grid.network, self.dt_h)
         # Waiting in queues; patience and deadlines run out at the end of the tick.
         # Patience runs from the first request until the EV plugs in, whatever it
         # does meanwhile (deferred, driving, queued): see give_up_ticks.

@@ -248,5 +248,7 @@ def grid_view(obs: CoreObservation) -> GridView:
             "feeder_shed_kw": a["feeder_shed_kw"],
             "load_shifts_left": obs.load_shifts_left,
             "station_names": a["station_names"],
+            "feeder_min_voltage_pu": a["feeder_min_voltage_pu"],
+            "station_transformer_loading": a["station_transformer_loading"],
         },
     )

@@ -232,6 +232,18 @@ class GridView(_Strict):
     )
     load_shifts_left: int = Field(description="LOAD_SHIFTs still allowed this tick.")
     station_names: list[str] = Field(description="(S,) station names.")
+    feeder_min_voltage_pu: list[float] | None = Field(
+        default=None,
+        description="(F,) [p.u.] each feeder's lowest voltage at a point of supply "
+        "last tick (11 kV floor 0.91, LV side 0.901 in these units); null unless the "
+        "grid model is a network (lindistflow, ac).",
+    )
+    station_transformer_loading: list[float] | None = Field(
+        default=None,
+        description="(S,) [0-1] each station's distribution transformer last tick: "
+        "kVA carried / rating (above 1 pays transformer_overload; 0: an HT "
+        "station); null unless the grid model is a network (lindistflow, ac).",
+    )
 
 
 RewardParts = create_model(

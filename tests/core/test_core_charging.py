@@ -99,4 +99,5 @@ def test_every_layer_reads_the_one_charger_table() -> None:
 
 def test_reward_keys_are_the_weights_fields_in_order() -> None:
     names = [f.name for f in dataclasses.fields(RewardWeights)]
-    assert list(REWARD_KEYS) == names and len(names) == 11
+    assert list(REWARD_KEYS) == names and len(names) == 13
+    assert names[-2:] == ["undervoltage", "transformer_overload"]  # network models

@@ -22,6 +22,11 @@ class Unlimited:
         util = [(b + e) / c for b, e, c in zip(bg, ev.tolist(), cap, strict=True)]
         return GridTick(cap, bg, ev, np.zeros(len(cap)), util, None)
 
+    def forecast(self, tick: int, asked_kw: np.ndarray, ticks: int) -> np.ndarray:
+        horizon = slice(tick, tick + ticks)
+        cap = self.tables.capacity_kw[horizon]
+        return ((self.background[horizon] + asked_kw) / cap).max(axis=0)
+
 
 def test_a_dummy_grid_model_runs_a_whole_episode(monkeypatch) -> None:
     monkeypatch.setitem(GRID_MODELS, "unlimited", Unlimited)

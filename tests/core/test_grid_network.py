@@ -118,16 +118,34 @@ def test_conductors_come_from_their_standard_data() -> None:
 
 
 # --- The model in episodes --------------------------------------------------------------
+NETWORK_PARTS = ("undervoltage", "transformer_overload")
+NETWORK_KPIS = ("undervoltage_feeder_min", "transformer_overload_min", "losses_kwh")
+
+
 def test_lindistflow_carries_the_feeder_sums_kw_bit_for_bit() -> None:
-    """The network models add the network's state; every reward and KPI is the sum's."""
+    """The network models carry the sum's kW: every other part and KPI is the sum's,
+    bit for bit; they add the network's parts and KPIs, which the sum leaves 0."""
     policy = make_policy("greedy_eta")
     for scenario in ("festival_surge", "feeder_fault"):  # protection sheds in both
         a = play_episode(policy, scenario, 0)
         b = play_episode(policy, scenario, 0, SimConfig(grid="lindistflow"))
         assert type(b.world.grid) is LinDistFlow
-        assert a.kpi_summary() == b.kpi_summary()
-        assert a.kpis.parts_total == b.kpis.parts_total
-        assert a.state() == b.state()
+        ka, kb = a.kpi_summary(), b.kpi_summary()
+        pa, pb = a.kpis.parts_total, b.kpis.parts_total
+        assert all(ka.pop(key) == 0.0 for key in NETWORK_KPIS)
+        # No station's plugs can load its own DT past its rating (dt_kva): only a
+        # swapped DT overloads (dt_failure).
+        assert kb.pop("transformer_overload_min") == 0.0
+        assert kb.pop("undervoltage_feeder_min") > 0.0 and kb.pop("losses_kwh") > 0.0
+        assert pb["undervoltage"] < 0.0  # the North feeder's tail (docs/grid.md)
+        network = sum(pb[k] for k in NETWORK_PARTS)
+        assert kb.pop("return") == pytest.approx(ka.pop("return") + network, abs=1e-9)
+        assert ka == kb
+        assert all(pa.pop(k) == 0.0 for k in NETWORK_PARTS)
+        assert pa == {k: v for k, v in pb.items() if k not in NETWORK_PARTS}
+        sa, sb = a.state(), b.state()
+        sa.pop("kpis"), sb.pop("kpis")
+        assert sa == sb
     assert a.kpi_summary()["shed_kwh"] > 0  # the protection path was taken
 
 
@@ -173,7 +191,10 @@ def test_two_lindistflow_envs_in_lockstep_are_identical() -> None:
     assert e1.state() == e2.state()
 
 
-@pytest.mark.parametrize("scenario", ["evening_peak", "feeder_fault", "heatwave"])
+@pytest.mark.parametrize(
+    "scenario",
+    ["evening_peak", "feeder_fault", "heatwave", "airport_night", "dt_failure"],
+)
 def test_every_adversarial_policy_scores_below_greedy_under_lindistflow(
     scenario: str,
 ) -> None:

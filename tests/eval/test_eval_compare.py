@@ -17,6 +17,7 @@ from evaluation.stats import (
     summarise,
 )
 from evgrid_cli.main import main
+from evgrid_core import SimConfig
 
 
 def _rec(policy: str, seed: int, ret: float, wait: float = 10.0) -> dict:
@@ -137,6 +138,9 @@ def test_compare_command_writes_table_json_and_plots(tmp_path, capsys):
         ["optimum", "--node-limit", "-1"],  # a negative node budget
         ["optimum", "--baselines", "nope"],  # unknown baseline
         ["compare", "--stations-per-kind", "0"],  # no station to plan with
+        ["compare", "--grid", "nope"],  # unknown grid model
+        ["eval", "--grid", "nope"],  # unknown grid model
+        ["compare", "--policies", "optimum", "--grid", "ac"],  # not linear
     ],
 )
 def test_bad_input_is_a_clean_error(argv, capsys):
@@ -208,3 +212,29 @@ def test_compare_records_a_limited_solve_without_aborting(tmp_path):
     md = (tmp_path / "report.md").read_text()
     assert "% of bound" in md and "% of optimal" not in md.split("## Summary")[1]
     assert "0/1 solves proven optimal" in md and "work-limited, gap" in md
+
+
+def test_records_name_their_grid_model_and_one_folder_holds_one(tmp_path):
+    # quiet_night: the cheapest episode; the second run, on lindistflow, is refused
+    # before it runs anything, and the folder keeps the feeder sum's records.
+    lin = SimConfig(grid="lindistflow")
+    recs = run_comparison(["nearest"], ["quiet_night"], [0], tmp_path, progress=False)
+    assert [r["grid"] for r in recs] == ["feeder_sum"]
+    with pytest.raises(ValueError, match="grid model feeder_sum, not lindistflow"):
+        run_comparison(["nearest"], ["quiet_night"], [1], tmp_path, config=lin,
+                       progress=False)  # fmt: skip
+    assert len(load_records(tmp_path / EPISODES_FILE)) == 1
+    other = run_comparison(["nearest"], ["quiet_night"], [0], tmp_path / "lin",
+                           config=lin, progress=False)  # fmt: skip
+    assert other[0]["grid"] == "lindistflow"
+    assert other[0]["parts"]["undervoltage"] <= 0.0
+    assert "losses_kwh" in other[0]["kpis"] and other[0]["kpis"]["losses_kwh"] > 0
+
+
+def test_eval_runs_on_the_grid_model_it_is_given(capsys):
+    argv = ["eval", "--policy", "nearest", "--scenario", "quiet_night",
+            "--episodes", "1", "--grid", "lindistflow", "--json", "--no-progress"]  # fmt: skip
+    assert main(argv) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["grid"] == "lindistflow" and out["kpis"]["losses_kwh"]["mean"] > 0
+    assert set(out["reward_parts_mean"]) >= {"undervoltage", "transformer_overload"}

@@ -31,6 +31,29 @@ def test_server_environment_follows_a_non_default_config() -> None:
     assert step.prompt == (core.step("DEFER E1 5"), core.render_text())[1]
 
 
+def test_the_network_fields_are_sent_only_under_a_network_grid_model() -> None:
+    # feeder_sum: null, so the default wire form carries no new numbers;
+    # lindistflow: the core's worst voltage per feeder and DT loading per station,
+    # and the network reward parts in the breakdown.
+    plain = EVGridEnvironment().reset(seed=1)
+    assert plain.grid.feeder_min_voltage_pu is None
+    assert plain.grid.station_transformer_loading is None
+    config = SimConfig(grid="lindistflow")
+    env, core = EVGridEnvironment(config), EVGridEnv(config)
+    obs = env.reset(seed=1)
+    core.reset(seed=1)
+    step = env.step(EVGridAction(text="DEFER E1 5"))
+    core.step("DEFER E1 5")
+    want = core.observation()
+    assert step.grid.feeder_min_voltage_pu == want.feeder_min_voltage_pu.tolist()
+    assert step.grid.station_transformer_loading == (
+        want.station_transformer_loading.tolist()
+    )
+    assert len(step.grid.feeder_min_voltage_pu) == 6
+    assert "undervoltage" in step.reward_parts.model_dump()
+    assert obs.prompt.count("VOLTS lowest p.u.") == 1
+
+
 def test_server_environment_errors_carry_http_status() -> None:
     env = EVGridEnvironment()
     with pytest.raises(EVGridRequestError) as e:
