@@ -35,7 +35,8 @@ OUTER_RING_ROAD: tuple[LatLon, ...] = (
     (13.0358, 77.5970),
 )
 
-# Radial roads, from the centre outward.
+# Radial roads, from the centre outward (drawn on past their last point, along its
+# heading, to the map's edge).
 RADIAL_ROADS: dict[str, tuple[LatLon, ...]] = {
     "Bellary Rd (NH 44)": (
         (12.9767, 77.5713),
@@ -70,6 +71,23 @@ RADIAL_ROADS: dict[str, tuple[LatLon, ...]] = {
     ),
 }
 
+# The NICE peripheral road round the south-west, from Tumkur Road to Hosur Road
+# through its Magadi, Mysore, Kanakapura and Bannerghatta Road interchanges.
+# Not in the reference file: hand-placed here from the interchanges' public place
+# coordinates, to the same few hundred metres; the ends lie on the radial roads
+# above as drawn.
+PERIPHERAL_ROADS: dict[str, tuple[LatLon, ...]] = {
+    "NICE Rd": (
+        (13.0637, 77.4880),
+        (13.0200, 77.4700),
+        (12.9750, 77.4600),
+        (12.9115, 77.4870),
+        (12.8700, 77.5400),
+        (12.8560, 77.5900),
+        (12.8560, 77.6548),
+    ),
+}
+
 # Lakes: name -> (centre, rough radius [km]).
 LAKES: dict[str, tuple[LatLon, float]] = {
     "Ulsoor": ((12.9833, 77.6200), 0.5),
@@ -90,7 +108,7 @@ PARKS: dict[str, tuple[LatLon, float]] = {
 def all_points() -> list[LatLon]:
     """Every point of the base map (for fitting the view)."""
     pts = list(OUTER_RING_ROAD)
-    for road in RADIAL_ROADS.values():
+    for road in (*RADIAL_ROADS.values(), *PERIPHERAL_ROADS.values()):
         pts.extend(road)
     pts.extend(c for c, _ in LAKES.values())
     pts.extend(c for c, _ in PARKS.values())

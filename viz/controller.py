@@ -53,6 +53,7 @@ class Decision:
     station: int | None  # routed-to station, when a valid ROUTE
     debug: dict[str, Any] | None = None
     gave_up: tuple[int, ...] = ()  # EVs whose patience ran out as the clock ran on
+    place: str = ""  # the named station's name (ROUTE, LOAD_SHIFT), as the map shows it
 
 
 @dataclass
@@ -237,6 +238,9 @@ class Controller:
         info = res.info
         applied = parse_action(info["action"]) if info["valid"] else None
         station = applied.station if isinstance(applied, Route) else None
+        named = getattr(applied, "station", None)
+        stations = self.state["stations"]
+        place = stations[named - 1]["name"] if named and named <= len(stations) else ""
         d = Decision(
             minute=minute,
             clock=clock,
@@ -251,6 +255,7 @@ class Controller:
             station=station,
             debug=debug,
             gave_up=tuple(info.get("gave_up", ())),
+            place=place,
         )
         self.decisions.appendleft(d)
         self.recent.appendleft(d)
@@ -307,6 +312,40 @@ class Controller:
             c.station = s + 1
             c.kind = next(k for k in PRESELECT_KINDS if mask[s, k])
 
+    def selected_ev(self) -> dict | None:
+        """The pending EV that manual control has selected (``Tab``), as the core's
+        state describes it; None when nothing is waiting."""
+        pending = self.state["pending"]
+        if not pending:
+            return None
+        ev = pending[self.choice.ev_pos % len(pending)]
+        return next((e for e in self.state["evs"] if e["id"] == ev), None)
+
+    def manual_check(self) -> tuple[bool, str]:
+        """The core's verdict on the composed action (asked once per change)."""
+        action = self.manual_action()
+        key = (self.env.steps, format_action(action))
+        if self._check is None or self._check[0] != key:
+            verdict = self.env.validate(action) if not self.done else (False, "")
+            self._check = (key, verdict)
+        return self._check[1]
+
+    _check: tuple[tuple[int, str], tuple[bool, str]] | None = None
+
+    def _preselect_for(self, ev: int) -> None:
+        """The selected EV's nearest station (road km) that the core would take,
+        with the first charger kind it would take there."""
+        city = self.env.city
+        node = next((e["node"] for e in self.state["evs"] if e["id"] == ev), None)
+        if node is None:
+            return
+        row = city.road_km[city.node_index(node)]
+        for s in sorted(range(city.n_stations), key=lambda s: row[s]):
+            for k in PRESELECT_KINDS:
+                if self.env.validate(Route(ev, s + 1, ChargerKind(k)))[0]:
+                    self.choice.station, self.choice.kind = s + 1, int(k)
+                    return
+
     def manual_action(self):  # noqa: ANN201
         """The typed action the keyboard has composed."""
         c = self.choice
@@ -329,7 +368,10 @@ class Controller:
         if command == "verb":
             c.verb = VERBS[(VERBS.index(c.verb) + 1) % len(VERBS)]
         elif command == "ev":
-            c.ev_pos = (c.ev_pos + 1) % max(1, len(self.state["pending"]))
+            pending = self.state["pending"]
+            c.ev_pos = (c.ev_pos + 1) % max(1, len(pending))
+            if pending and c.verb == "ROUTE":
+                self._preselect_for(pending[c.ev_pos])
         elif command in ("station+", "station-"):
             c.station = (c.station - 1 + (1 if command == "station+" else -1)) % n + 1
         elif command in ("value+", "value-"):

@@ -1,5 +1,5 @@
-"""The side panel and overlays: clock and signals, feeder gauges, the latest
-decisions with their reward breakdown, running KPIs, manual composer, help.
+"""The side panel: clock and signals, feeder gauges, the latest decisions with
+their reward breakdown, running KPIs, the feeder load chart, the legend.
 """
 
 from __future__ import annotations
@@ -8,9 +8,10 @@ from dataclasses import dataclass
 
 import pygame
 
-from evgrid_core import CHARGERS, KPI_UNITS, format_action, get_scenario
+from evgrid_core import CHARGERS, KPI_UNITS, get_scenario
 
 from . import theme
+from .chart import Chart, draw_feeder_chart
 from .sprites import sprite
 
 KEYS_HELP = (
@@ -67,6 +68,8 @@ class Panel:
     def __init__(self, rect: pygame.Rect, text: theme.TextCache) -> None:
         self.rect, self.text = rect, text
         self.gauge_rects: dict[int, pygame.Rect] = {}  # feeder id -> bar (tests)
+        self.breakdown_rects: list[pygame.Rect] = []  # the reward parts' lines
+        self.chart: Chart | None = None
 
     def _t(self, surf, s: str, pos, size=13, colour=theme.TEXT, bold=False):  # noqa: ANN001, ANN202
         img = self.text.get(s, size, colour, bold)
@@ -124,35 +127,11 @@ class Panel:
         y = self._decisions(surf, ctrl, x, y + 4, w)
         y = self._kpis(surf, st["kpis"], x, y + 4, w)
         legend_y = r.bottom - 58
-        if legend_y - y > 70:
-            self._history(surf, ctrl, pygame.Rect(x, y + 6, w, legend_y - y - 20))
+        self.chart = None
+        if legend_y - y > 80:
+            box = pygame.Rect(x, y + 6, w, legend_y - y - 14)
+            self.chart = draw_feeder_chart(surf, self.text, box, ctrl)
         self._legend(surf, x, legend_y, w)
-
-    def _history(self, surf, ctrl, box: pygame.Rect) -> None:  # noqa: ANN001
-        """Feeder utilisation over the episode so far (what the core reported per tick)."""
-        self._t(
-            surf, "Feeder load over the episode", (box.x, box.y), 13, theme.TEXT, True
-        )
-        plot = pygame.Rect(box.x + 30, box.y + 20, box.w - 34, box.h - 24)
-        lo, hi = 0.7, 1.1
-        pygame.draw.rect(surf, (22, 26, 36), plot)
-
-        def py(u: float) -> float:
-            return plot.bottom - (min(max(u, lo), hi) - lo) / (hi - lo) * plot.h
-
-        for lim, col in ((ctrl.soft_limit, theme.WARN), (1.0, theme.OVER)):
-            pygame.draw.line(surf, col, (plot.x, py(lim)), (plot.right, py(lim)), 1)
-            label = self.text.get(f"{lim * 100:.0f}%", 9, col)
-            surf.blit(label, (box.x, py(lim) - 6))
-        end = max(ctrl.end_minute, 1.0)
-        pts = [
-            (m, u) for m, u in ctrl.feeder_history if m <= ctrl.display_minute + 1e-9
-        ]
-        if len(pts) < 2:
-            return
-        for f in range(len(pts[0][1])):
-            line = [(plot.x + plot.w * m / end, py(u[f])) for m, u in pts]
-            pygame.draw.lines(surf, theme.feeder_colour(f), False, line, 2)
 
     def _legend(self, surf, x, y, w):  # noqa: ANN001, ANN202
         pygame.draw.line(surf, theme.PANEL_EDGE, (x, y - 6), (x + w, y - 6), 1)
@@ -179,7 +158,7 @@ class Panel:
         y += 17
         self._t(
             surf,
-            "H: keys · M: manual · click a station for details",
+            "number in a ring: station S#  ·  H keys  ·  M manual  ·  click: details",
             (x, y),
             11,
             theme.TEXT_DIM,
@@ -188,15 +167,19 @@ class Panel:
     def _feeders(self, surf, ctrl, x, y, w):  # noqa: ANN001, ANN202
         surf.blit(sprite("feeder", 18), (x, y))
         self._t(surf, "BESCOM 11 kV feeders", (x + 22, y + 1), 13, theme.TEXT, True)
-        self._t(
-            surf,
-            f"soft {ctrl.soft_limit * 100:.0f} %",
-            (x + w - 60, y + 2),
-            11,
-            theme.TEXT_DIM,
-        )
+        # What the bars show: the EV share (lighter), the soft limit and 100 %.
+        soft = f"{ctrl.soft_limit * 100:.0f} %"
+        cx = x + w
+        for label, col in (("100 %", theme.OVER), (soft, theme.WARN)):
+            cx -= self.text.get(label, 10, theme.TEXT_DIM).get_width()
+            self._t(surf, label, (cx, y + 3), 10, theme.TEXT_DIM)
+            _mark(surf, col, cx - 5, y + 3, y + 14)
+            cx -= 14
+        cx -= self.text.get("EV", 10, theme.TEXT_DIM).get_width()
+        self._t(surf, "EV", (cx, y + 3), 10, theme.TEXT_DIM)
+        pygame.draw.rect(surf, ev_tint(theme.OK), (cx - 12, y + 4, 9, 10))
         y += 22
-        bar_x, bar_w = x + 92, w - 92 - 46
+        bar_x, bar_w = x + 92, w - 92 - 50
         shed_kw = ctrl.obs.feeder_shed_kw  # [kW] EV charging the protection shed
         for f in ctrl.state["feeders"]:
             u = f["utilisation"]
@@ -211,20 +194,19 @@ class Panel:
             )
             self._t(surf, f"F{f['id']} {name}", (x + 12, y), 11, theme.TEXT)
             full = 1.2  # the bar spans 0..120 %
-            self.gauge_rects[f["id"]] = pygame.Rect(bar_x, y + 1, bar_w, 12)
-            pygame.draw.rect(
-                surf, (44, 50, 64), (bar_x, y + 1, bar_w, 12), border_radius=3
-            )
+            bar = pygame.Rect(bar_x, y + 1, bar_w, 12)
+            self.gauge_rects[f["id"]] = bar
+            pygame.draw.rect(surf, (44, 50, 64), bar, border_radius=3)
             fill = int(bar_w * min(u, full) / full)
             if fill > 0:
                 pygame.draw.rect(
-                    surf, colour, (bar_x, y + 1, fill, 12), border_radius=3
+                    surf, colour, (bar_x, bar.y, fill, 12), border_radius=3
                 )
             ev_frac = f["ev_kw"] / f["capacity_kw"] if f["capacity_kw"] else 0.0
-            ev_w = int(bar_w * min(ev_frac, full) / full)
-            if ev_w > 0:  # the EV share of the load, hatched on the right of the fill
+            ev_w = min(fill, int(bar_w * min(ev_frac, full) / full))
+            if ev_w > 0:  # the EV share of the load: the fill's right part, lighter
                 pygame.draw.rect(
-                    surf, (255, 255, 255), (bar_x + fill - ev_w, y + 10, ev_w, 3)
+                    surf, ev_tint(colour), (bar_x + fill - ev_w, bar.y, ev_w, 12)
                 )
             if shed > 0:  # the EV load asked above capacity and cut: red past 100 %
                 cut = shed / f["capacity_kw"] if f["capacity_kw"] else full
@@ -232,24 +214,25 @@ class Panel:
                 lx = bar_x + int(bar_w / full)
                 pygame.draw.rect(surf, theme.OVER, (lx, y + 4, cut_w, 6))
             for lim, col in ((ctrl.soft_limit, theme.WARN), (1.0, theme.OVER)):
-                lx = bar_x + int(bar_w * lim / full)
-                pygame.draw.line(surf, col, (lx, y - 1), (lx, y + 14), 2)
-            label = ("shed", theme.OVER) if shed > 0 else (f"{u * 100:.0f} %", colour)
-            self._t(surf, label[0], (bar_x + bar_w + 6, y), 11, label[1], True)
+                _mark(surf, col, bar_x + int(bar_w * lim / full), bar.y, bar.bottom)
+            label = (
+                ("shed", theme.OVER)
+                if shed > 0
+                else (util_label(u, ctrl.soft_limit), colour)
+            )
+            self._t(surf, label[0], (bar_x + bar_w + 7, y), 11, label[1], True)
             y += 17
         return y
 
     def _decisions(self, surf, ctrl, x, y, w):  # noqa: ANN001, ANN202
         self._t(surf, "Decisions and reward", (x, y), 13, theme.TEXT, True)
         y += 20
+        self.breakdown_rects = []
         if not ctrl.decisions:
             self._t(surf, "(none yet)", (x, y), 11, theme.TEXT_DIM)
             y += 16
         for i, d in enumerate(list(ctrl.decisions)[:4]):
             colour = theme.TEXT if d.valid else theme.BAD
-            tw = self._t(surf, f"{d.clock} {d.action}", (x, y), 12, colour, i == 0)
-            if d.source == "manual":
-                self._t(surf, "manual", (x + tw + 6, y + 2), 10, theme.ACCENT)
             rw = self.text.get(
                 f"{d.reward:+.2f}",
                 12,
@@ -257,24 +240,35 @@ class Panel:
                 True,
             )
             surf.blit(rw, (x + w - rw.get_width(), y))
+            tw = self._t(surf, f"{d.clock} {d.action}", (x, y), 12, colour, i == 0)
+            after = x + tw + 6
+            if d.place:  # the station's name, as the map labels it
+                self._t(surf, f"→ {d.place}", (after, y + 1), 11, theme.ROUTE)
+                after += self.text.get(f"→ {d.place}", 11, theme.ROUTE).get_width() + 6
+            tag = self.text.get("manual", 10, theme.ACCENT)
+            if d.source == "manual" and after + tag.get_width() < x + w - 50:
+                surf.blit(tag, (after, y + 2))
             y += 16
-            if i == 0:
-                parts = [f"{k} {v:+.2f}" for k, v in d.parts.items() if abs(v) >= 0.005]
-                line = "  ".join(parts) or "no cost"
-                self._t(surf, line[:64], (x + 8, y), 10, theme.TEXT_DIM)
-                y += 14
-                if not d.valid:
-                    self._t(surf, d.reason[:64], (x + 8, y), 10, theme.BAD)
-                    y += 14
-                if d.gave_up:
-                    ids = " ".join(f"E{i}" for i in d.gave_up)
-                    line = f"gave up (out of patience): {ids}"
-                    self._t(surf, line[:64], (x + 8, y), 10, theme.WARN)
-                    y += 14
-                if d.debug:
-                    dbg = d.debug
-                    line = f"{dbg.get('source', '?')} · {dbg.get('latency_ms', 0):.0f} ms · {str(dbg.get('raw', ''))[:40]!r}"
-                    self._t(surf, line[:64], (x + 8, y), 10, theme.ACCENT)
+            if i:
+                continue
+            parts = [f"{k} {v:+.2f}" for k, v in d.parts.items() if abs(v) >= 0.005]
+            notes = [("   ".join(parts) or "no cost", theme.TEXT_DIM, True)]
+            if not d.valid:
+                notes.append((d.reason, theme.BAD, False))
+            if d.gave_up:
+                ids = " ".join(f"E{e}" for e in d.gave_up)
+                notes.append((f"gave up (out of patience): {ids}", theme.WARN, False))
+            if d.debug:
+                dbg = d.debug
+                raw = str(dbg.get("raw", ""))[:40]
+                line = f"{dbg.get('source', '?')} · {dbg.get('latency_ms', 0):.0f} ms · {raw!r}"
+                notes.append((line, theme.ACCENT, False))
+            for note, col, breakdown in notes:
+                for line in theme.wrap(self.text, note, 10, w - 8):
+                    img = self.text.get(line, 10, col)
+                    surf.blit(img, (x + 8, y))
+                    if breakdown:
+                        self.breakdown_rects.append(img.get_rect(topleft=(x + 8, y)))
                     y += 14
         return y
 
@@ -294,133 +288,28 @@ class Panel:
         return y + ((len(KPI_ROWS) + 1) // 2) * 17
 
 
-# --- Overlays on the map ----------------------------------------------------------
-def _box(surf: pygame.Surface, rect: pygame.Rect) -> None:
-    shade = pygame.Surface(rect.size, pygame.SRCALPHA)
-    shade.fill((14, 17, 24, 226))
-    surf.blit(shade, rect.topleft)
-    pygame.draw.rect(surf, theme.PANEL_EDGE, rect, 1, border_radius=4)
-
-
-def draw_help(
-    surf: pygame.Surface, map_rect: pygame.Rect, text: theme.TextCache
+def _mark(
+    surf: pygame.Surface, colour: theme.Colour, x: int, top: int, bottom: int
 ) -> None:
-    rect = pygame.Rect(0, 0, 420, 24 + 18 * len(KEYS_HELP))
-    rect.center = map_rect.center
-    _box(surf, rect)
-    y = rect.y + 12
-    for key, what in KEYS_HELP:
-        surf.blit(text.get(key, 13, theme.ACCENT, True), (rect.x + 16, y))
-        surf.blit(text.get(what, 13, theme.TEXT), (rect.x + 140, y))
-        y += 18
+    """A limit mark that shows on any fill: a dark line through the bar, notches
+    of ``colour`` above and below it."""
+    pygame.draw.line(surf, theme.PANEL_BG, (x, top), (x, bottom - 1), 2)
+    pygame.draw.line(surf, colour, (x, top - 3), (x, top - 1), 2)
+    pygame.draw.line(surf, colour, (x, bottom), (x, bottom + 2), 2)
 
 
-def draw_station_details(surf, map_rect, text, ctrl, station: int) -> None:  # noqa: ANN001
-    st = ctrl.state["stations"][station - 1]
-    city_st = ctrl.env.city.stations[station - 1]
-    f = ctrl.state["feeders"][st["feeder"] - 1]
-    shed = float(ctrl.obs.feeder_shed_kw[f["id"] - 1])
-    lines = [
-        (f"S{st['id']} {st['name']}", theme.TEXT, True),
-        (city_st.node, theme.TEXT_DIM, False),
-        (
-            f"feeder F{f['id']} {f['name']}  {f['utilisation'] * 100:.0f} %"
-            + (f"  shed {shed:.0f} kW" if shed > 0 else ""),
-            theme.OVER if shed > 0 else theme.TEXT,
-            False,
-        ),
-        (
-            "open" if st["open"] else "closed",
-            theme.OK if st["open"] else theme.BAD,
-            False,
-        ),
-        (f"load {st['load_kw']:.0f} / {st['cap_kw']:.0f} kW", theme.TEXT, False),
-    ]
-    for k, c in enumerate(CHARGERS):
-        if st["plugs"][k]:
-            lines.append(
-                (
-                    f"{c.name} {c.kw:g} kW: {st['busy'][k]}/{st['plugs'][k]} busy, "
-                    f"queue {st['queue'][k]}",
-                    theme.KIND_COLOURS[k],
-                    False,
-                )
-            )
-    if st.get("load_shift_until_tick") is not None:
-        lines.append(
-            (
-                f"load-shifted until tick {st['load_shift_until_tick']}",
-                theme.WARN,
-                False,
-            )
-        )
-    if ctrl.obs.request is not None:
-        lines.append(
-            (
-                f"E{ctrl.obs.request.id}: {ctrl.obs.travel_min[station - 1]:.0f} min drive",
-                theme.ACCENT,
-                False,
-            )
-        )
-    rect = pygame.Rect(map_rect.x + 12, map_rect.y + 12, 300, 14 + 17 * len(lines))
-    _box(surf, rect)
-    y = rect.y + 7
-    for s, colour, bold in lines:
-        surf.blit(text.get(s, 12, colour, bold), (rect.x + 10, y))
-        y += 17
+def ev_tint(colour: theme.Colour) -> theme.Colour:
+    """The lighter shade that marks the EV share of a feeder's load."""
+    return tuple(round(c + (255 - c) * 0.55) for c in colour)  # type: ignore[return-value]
 
 
-def draw_manual(surf, map_rect, text, ctrl) -> None:  # noqa: ANN001
-    req = ctrl.obs.request
-    lines = [("MANUAL CONTROL", theme.ACCENT, True)]
-    if req is None:
-        lines.append(("no request to decide", theme.TEXT_DIM, False))
-    else:
-        lines.append(
-            (
-                f"request E{req.id} {req.klass} at {req.node.split(' (')[0]}",
-                theme.TEXT,
-                False,
-            )
-        )
-        lines.append(
-            (
-                f"SoC {req.soc * 100:.0f}% -> {req.target * 100:.0f}%  range {req.range_km:.0f} km"
-                + ("  CRITICAL" if req.critical else ""),
-                theme.TEXT_DIM,
-                False,
-            )
-        )
-        pending = ", ".join(f"E{e}" for e in ctrl.state["pending"])
-        lines.append((f"pending: {pending}"[:60], theme.TEXT_DIM, False))
-        lines.append((f"> {format_action(ctrl.manual_action())}", theme.ROUTE, True))
-    if ctrl.message:
-        lines.append(
-            (
-                ctrl.message[:70],
-                theme.BAD if ctrl.message.startswith("not sent") else theme.OK,
-                False,
-            )
-        )
-    lines.append(
-        (
-            "A verb · Tab EV · Up/Down station · Left/Right value · Enter send",
-            theme.TEXT_DIM,
-            False,
-        )
-    )
-    rect = pygame.Rect(0, 0, min(map_rect.w - 24, 520), 14 + 18 * len(lines))
-    rect.bottomleft = (map_rect.x + 12, map_rect.bottom - 34)
-    _box(surf, rect)
-    y = rect.y + 7
-    for s, colour, bold in lines:
-        surf.blit(text.get(s, 12, colour, bold), (rect.x + 10, y))
-        y += 18
-
-
-def draw_message(surf, map_rect, text, message: str) -> None:  # noqa: ANN001
-    img = text.get(message[:90], 12, theme.TEXT)
-    rect = pygame.Rect(0, 0, img.get_width() + 20, 24)
-    rect.midtop = (map_rect.centerx, map_rect.y + 8)
-    _box(surf, rect)
-    surf.blit(img, (rect.x + 10, rect.y + 4))
+def util_label(u: float, soft_limit: float) -> str:
+    """``u`` as a percentage with as many decimals as it takes for the number
+    shown to fall on the same side of the soft limit and 100 % as ``u`` (so a
+    green and an amber bar never both read "90 %")."""
+    colour = theme.stress_colour(u, soft_limit)
+    for decimals in (0, 1, 2, 3):
+        shown = round(u * 100, decimals)
+        if theme.stress_colour(shown / 100, soft_limit) == colour:
+            break
+    return f"{shown:.{decimals}f} %"

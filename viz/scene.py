@@ -12,6 +12,7 @@ import pygame
 
 from . import theme
 from .basemap import fit_city, render_basemap
+from .layout import OverlaySpots, layout_map
 from .motion import RouteBook, ev_position
 from .sprites import sprite
 
@@ -26,15 +27,51 @@ class MapLayer:
     ) -> None:  # noqa: ANN001
         self.city, self.rect, self.text = city, map_rect, text
         self.proj = fit_city(city, (map_rect.x, map_rect.y, map_rect.w, map_rect.h))
-        self.background = render_basemap(city, self.proj, size, map_rect, text)
         self.routes = RouteBook(city)
         self.marker = max(14, int(min(map_rect.w, map_rect.h) / 34))
         self.station_px, self.offmap = self._place_stations(city)
         self.node_px = {
             n: self._pin(*self.proj.to_px(*ll)) for n, ll in city.coords.items()
         }
+        self.layout = layout_map(
+            city, self.proj, map_rect, self.station_px, self.offmap, self.marker, text
+        )
+        self.glyph = self.layout.glyph
+        labels = [
+            (text.get(s, size, colour), box)
+            for s, size, colour, box in self.layout.base_labels
+        ]
+        self.background = render_basemap(city, self.proj, size, map_rect, text, labels)
+        self._draw_leaders(self.background)
+        self.overlays = OverlaySpots(self.layout, map_rect)
+        # Each station's drawing covers its marker (and selection ring), plugs,
+        # badges and name; it is drawn once per change and blitted.
+        g = self.glyph
+        self._station_boxes = [
+            g.marker_rect(x, y)
+            .inflate(12, 12)
+            .unionall([*fp[1:], self.layout.plug_rects[s], self.layout.label_rects[s]])
+            for s, ((x, y), fp) in enumerate(
+                zip(self.station_px, self.layout.footprints, strict=True)
+            )
+        ]
+        self._station_images: dict[tuple, pygame.Surface] = {}
+        self._station_nodes = {st.node for st in city.stations}
         self._ev_sprites: dict[int, pygame.Surface] = {}
-        self._labels = self._place_labels(city)
+
+    def _draw_leaders(self, surf: pygame.Surface) -> None:
+        """A thin line from a station to its name when the name sits apart."""
+        g = self.glyph
+        for (x, y), box in zip(self.station_px, self.layout.label_rects, strict=True):
+            near = self.layout.glyph.marker_rect(x, y).inflate(12, 12)
+            if box.colliderect(near):
+                continue
+            tx = min(max(x, box.left), box.right)
+            ty = min(max(y, box.top), box.bottom)
+            d = math.hypot(tx - x, ty - y)
+            if d > g.arc_r:
+                start = (x + (tx - x) * g.arc_r / d, y + (ty - y) * g.arc_r / d)
+                pygame.draw.aaline(surf, theme.TEXT_DIM, start, (tx, ty))
 
     @property
     def _inner(self) -> pygame.Rect:
@@ -66,32 +103,6 @@ class MapLayer:
                 x, y = cx, cy
             pts.append((x, y))
         return pts, offmap
-
-    def _place_labels(self, city) -> list[tuple[float, float]]:  # noqa: ANN001
-        """Greedy label placement: below, above, left or right, avoiding overlaps."""
-        r = self.marker // 2 + 6
-        taken = [
-            pygame.Rect(x - r, y - r, 2 * r + 40, 2 * r) for x, y in self.station_px
-        ]  # markers and their plug squares
-        out = []
-        for (x, y), st in zip(self.station_px, city.stations, strict=True):
-            w, h = self.text.get(st.name, 11).get_size()
-            candidates = (
-                (x - w / 2, y + r - 2),
-                (x - w / 2, y - r - h + 1),
-                (x - r - w - 2, y - h / 2),
-                (x - w / 2, y + r + 12),
-                (x - w / 2, y - r - h - 10),
-            )
-            best = candidates[0]
-            for cx, cy in candidates:
-                rect = pygame.Rect(cx, cy, w, h)
-                if rect.collidelist(taken) == -1 and self.rect.contains(rect):
-                    best = (cx, cy)
-                    break
-            taken.append(pygame.Rect(best[0], best[1], w, h))
-            out.append(best)
-        return out
 
     def station_at(self, pos: tuple[int, int]) -> int | None:
         """The station (1-based) whose marker is under ``pos``."""
@@ -135,8 +146,9 @@ class MapLayer:
             if len(pts) >= 2:
                 pygame.draw.lines(surf, colour, False, pts, 4 if fresh else 2)
             pygame.draw.circle(surf, colour, pts[0], 4)
-        if ctrl.manual and ctrl.obs.request is not None:
-            origin = ctrl.obs.request.node
+        chosen = ctrl.selected_ev() if ctrl.manual else None
+        if chosen is not None:  # the route the composer would send the selected EV
+            origin = chosen["node"]
             pts = [
                 self.proj.to_px(*p)
                 for p in self.routes.route(origin, ctrl.choice.station).points
@@ -147,61 +159,96 @@ class MapLayer:
     def _draw_station(
         self, surf: pygame.Surface, s: int, st: dict, selected: bool
     ) -> None:
+        """One station, drawn once per change of what it shows (cached image)."""
+        frac = min(1.0, st["load_kw"] / st["cap_kw"]) if st["cap_kw"] > 0 else 0.0
+        key = (
+            s,
+            st["open"],
+            round(frac * 360),
+            tuple(st["busy"]),
+            sum(st["queue"]),
+            st.get("load_shift_until_tick") is not None,
+            selected,
+        )
+        img = self._station_images.get(key)
+        if img is None:
+            if len(self._station_images) > 1000:
+                self._station_images.clear()
+            img = self._station_image(s, st, frac, selected)
+            self._station_images[key] = img
+        surf.blit(img, self._station_boxes[s].topleft)
+
+    def _station_image(
+        self, s: int, st: dict, frac: float, selected: bool
+    ) -> pygame.Surface:
+        g, lay = self.glyph, self.layout
+        box = self._station_boxes[s]
+        img = pygame.Surface(box.size, pygame.SRCALPHA)
         x, y = self.station_px[s]
-        r = self.marker // 2 + 3
+        ox, oy = box.topleft
+        c = (round(x) - ox, round(y) - oy)
         ring = theme.feeder_colour(st["feeder"] - 1) if st["open"] else (90, 90, 96)
         if selected:
-            pygame.draw.circle(surf, theme.ACCENT, (x, y), r + 7, 3)
-        pygame.draw.circle(surf, (12, 14, 20), (x, y), r + 3)
-        # Load arc: station power against its limit (or its LOAD_SHIFT cap).
-        frac = min(1.0, st["load_kw"] / st["cap_kw"]) if st["cap_kw"] > 0 else 0.0
+            pygame.draw.circle(img, theme.ACCENT, c, g.arc_r + 5, 3)
+        pygame.draw.circle(img, (12, 14, 20), c, g.arc_r + 1)
+        # Load arc: station power against its limit (or its LOAD_SHIFT cap), on a
+        # track that shows the whole limit.
+        arc = pygame.Rect(0, 0, 2 * g.arc_r, 2 * g.arc_r)
+        arc.center = c
+        pygame.draw.circle(img, theme.ARC_TRACK, c, g.arc_r, g.arc_w)
         if frac > 0.005:
-            arc = pygame.Rect(0, 0, 2 * r + 6, 2 * r + 6)
-            arc.center = (int(x), int(y))
-            pygame.draw.arc(
-                surf, theme.ROUTE, arc, math.pi / 2 - 2 * math.pi * frac, math.pi / 2, 3
-            )
-        pygame.draw.circle(surf, ring, (x, y), r, 3)
-        icon = sprite("station", 2 * r - 6) if st["open"] else None
-        if icon is not None:
-            surf.blit(icon, (x - icon.get_width() / 2, y - icon.get_height() / 2))
-        else:
-            pygame.draw.circle(surf, (70, 72, 80), (x, y), r - 3)
-        # Plugs per kind: one square per plug, filled when busy.
-        cell = max(3, self.marker // 5)
-        bx = x + r + 4
-        by = y - 1.5 * (cell + 1)
-        for k in range(len(st["plugs"])):  # charger kinds
-            plugs, busy = st["plugs"][k], st["busy"][k]
+            start = math.pi / 2 - 2 * math.pi * frac
+            pygame.draw.arc(img, theme.ROUTE, arc, start, math.pi / 2, g.arc_w)
+        pygame.draw.circle(img, ring, c, g.r, g.ring_w)
+        number = self.text.get(
+            str(st["id"]),
+            g.number_size,
+            (255, 255, 255) if st["open"] else theme.TEXT_DIM,
+            bold=True,
+        )
+        img.blit(number, number.get_rect(center=c))
+        # Plugs per kind (a row each): one square per plug, filled when busy.
+        plug = lay.plug_rects[s].move(-ox, -oy)
+        for k, (plugs, busy) in enumerate(zip(st["plugs"], st["busy"], strict=True)):
             for p in range(plugs):
-                rect = (bx + p * (cell + 1), by + k * (cell + 1), cell, cell)
+                rect = (plug.x + p * g.pitch, plug.y + k * g.pitch, g.cell, g.cell)
                 if p < busy:
-                    pygame.draw.rect(surf, theme.KIND_COLOURS[k], rect)
+                    pygame.draw.rect(img, theme.KIND_COLOURS[k], rect)
                 else:
-                    pygame.draw.rect(surf, (70, 78, 94), rect, 1)
+                    pygame.draw.rect(img, theme.PLUG_FREE, rect)
+                    pygame.draw.rect(img, theme.PLUG_EDGE, rect, 1)
         queue = sum(st["queue"])
         if queue:
-            badge = self.text.get(f"+{queue}", 11, (255, 255, 255), bold=True)
-            bw = badge.get_width() + 8
-            qrect = pygame.Rect(0, 0, bw, 15)
-            qrect.topleft = (int(bx), int(by + 3 * (cell + 1) + 1))
-            pygame.draw.rect(surf, theme.BAD, qrect, border_radius=7)
-            surf.blit(badge, (qrect.x + 4, qrect.y))
+            badge = self.text.get(f"+{queue}", 10, (255, 255, 255), bold=True)
+            slot = g.badge_rect(x, y).move(-ox, -oy)
+            pill = pygame.Rect(0, 0, min(slot.w, badge.get_width() + 8), slot.h)
+            pill.center = slot.center
+            pygame.draw.rect(img, theme.BAD, pill, border_radius=7)
+            img.blit(badge, badge.get_rect(center=pill.center))
         if st.get("load_shift_until_tick") is not None:
-            tag = self.text.get("DR", 10, (20, 20, 20), bold=True)
-            pygame.draw.rect(
-                surf, theme.WARN, (x - r - 18, y - r - 2, 18, 13), border_radius=3
+            tag = self.text.get("DR", 9, (20, 20, 20), bold=True)
+            slot = g.tag_rect(x, y).move(-ox, -oy)
+            pygame.draw.rect(img, theme.WARN, slot, border_radius=3)
+            img.blit(tag, tag.get_rect(center=slot.center))
+        lx, ly = lay.label_rects[s].move(-ox, -oy).topleft
+        colour = theme.TEXT if st["open"] else theme.TEXT_DIM
+        for i, line in enumerate(lay.label_lines[s]):
+            text = self.text.get(
+                line, g.label_size, colour if i == 0 else theme.TEXT_DIM
             )
-            surf.blit(tag, (x - r - 16, y - r - 2))
-        lx, ly = self._labels[s]
-        label = self.text.get(
-            st["name"], 11, theme.TEXT if st["open"] else theme.TEXT_DIM
-        )
-        surf.blit(label, (lx, ly))
-        note = self.offmap.get(st["id"])
-        if note:
-            img = self.text.get(note, 10, theme.TEXT_DIM)
-            surf.blit(img, (lx + label.get_width() / 2 - img.get_width() / 2, ly + 14))
+            img.blit(text, (lx, ly))
+            ly += text.get_height()
+        return img
+
+    def waiting_px(self, ev: dict) -> tuple[float, float]:
+        """Where a waiting EV's dot goes: by its locality, spread a little; at a
+        station's locality, round the marker's left side (its id stays readable)."""
+        x, y = self.node_px[ev["node"]]
+        if ev["node"] in self._station_nodes:
+            a = math.radians(130 + (ev["id"] * 37) % 100)  # left side, 130..230 deg
+            d = self.glyph.arc_r + 6
+            return x + d * math.cos(a), y - d * math.sin(a)
+        return x + (ev["id"] * 7919) % 13 - 6, y + (ev["id"] * 104729) % 11 - 5
 
     def _ev_sprite(self, angle_step: int) -> pygame.Surface:
         spr = self._ev_sprites.get(angle_step)
@@ -212,16 +259,16 @@ class MapLayer:
         return spr
 
     def _draw_evs(self, surf: pygame.Surface, ctrl, minute: float) -> None:  # noqa: ANN001
-        request = ctrl.state["request"]
+        # The EV being decided: the core's request, or the one manual control selected.
+        chosen = ctrl.selected_ev() if ctrl.manual else None
+        request = chosen["id"] if chosen is not None else ctrl.state["request"]
         pulse = 0.5 + 0.5 * math.sin(
             minute * 2.4
         )  # from simulation time: deterministic
         for ev in ctrl.state["evs"]:
             status = ev["status"]
             if status in ("pending", "deferred"):
-                x, y = self.node_px[ev["node"]]
-                jitter = (ev["id"] * 7919) % 13 - 6, (ev["id"] * 104729) % 11 - 5
-                p = (x + jitter[0], y + jitter[1])
+                p = self.waiting_px(ev)
                 colour = theme.EV_COLOURS.get(ev["class"], theme.TEXT)
                 if ev["id"] == request:
                     pygame.draw.circle(surf, theme.ACCENT, p, 7 + 4 * pulse, 2)

@@ -26,6 +26,7 @@ TEXT: Colour = (226, 230, 238)
 TEXT_DIM: Colour = (140, 150, 168)
 LAKE: Colour = (34, 74, 112)
 LAKE_EDGE: Colour = (52, 100, 146)
+LAKE_TEXT: Colour = (110, 160, 210)
 PARK: Colour = (30, 66, 46)
 ROAD_MAJOR: Colour = (82, 90, 108)
 ROAD_RING: Colour = (112, 104, 76)
@@ -33,6 +34,9 @@ ROAD_GRAPH: Colour = (50, 58, 74)
 LOCALITY: Colour = (96, 106, 124)
 ROUTE: Colour = (255, 214, 64)
 ROUTE_OLD: Colour = (180, 150, 60)
+ARC_TRACK: Colour = (52, 58, 72)  # the load arc's empty part
+PLUG_FREE: Colour = (44, 50, 64)  # a free plug's square (outlined)
+PLUG_EDGE: Colour = (104, 114, 134)
 ACCENT: Colour = (90, 200, 250)
 OK: Colour = (88, 204, 120)  # below the soft limit
 WARN: Colour = (246, 176, 56)  # above the soft limit
@@ -95,3 +99,30 @@ class TextCache:
             surf = font(size, bold).render(text, True, colour)
             self._items[key] = surf
         return surf
+
+
+def wrap(
+    cache: TextCache, text: str, size: int, width: int, bold: bool = False
+) -> list[str]:
+    """``text`` broken at spaces (or, for a long word such as a path, anywhere)
+    into lines no wider than ``width`` px at ``size``; nothing is cut."""
+    f = font(size, bold)
+    lines: list[str] = []
+    line = ""
+    for word in text.split(" "):
+        trial = f"{line} {word}" if line else word
+        if f.size(trial)[0] <= width:
+            line = trial
+            continue
+        if line:
+            lines.append(line)
+        while f.size(word)[0] > width and len(word) > 1:  # a path: break it anywhere
+            cut = len(word)
+            while cut > 1 and f.size(word[:cut])[0] > width:
+                cut -= 1
+            lines.append(word[:cut])
+            word = word[cut:]
+        line = word
+    if line or not lines:
+        lines.append(line)
+    return lines

@@ -5,14 +5,8 @@ from __future__ import annotations
 import pygame
 
 from . import theme
-from .panel import (
-    Panel,
-    ViewFlags,
-    draw_help,
-    draw_manual,
-    draw_message,
-    draw_station_details,
-)
+from .overlays import draw_help, draw_manual, draw_message, draw_station_details
+from .panel import Panel, ViewFlags
 from .scene import MapLayer
 
 
@@ -28,6 +22,7 @@ class CityView:
         self.panel = Panel(pygame.Rect(w - panel_w, 0, panel_w, h), self.text)
         self.map = MapLayer(ctrl.env.city, self.map_rect, size, self.text)
         self.flags = ViewFlags()
+        self.overlay_rects: dict[str, pygame.Rect] = {}  # what each overlay covered
 
     def render(self, surf: pygame.Surface) -> None:
         ctrl = self.ctrl
@@ -35,23 +30,31 @@ class CityView:
             ctrl.manual_sync()
         self.map.draw(surf, ctrl, self.flags.selected)
         self.panel.draw(surf, ctrl, self.flags)
+        boxes = self.overlay_rects
+        boxes.clear()
         if self.flags.selected is not None:
-            draw_station_details(
-                surf, self.map_rect, self.text, ctrl, self.flags.selected
+            boxes["details"] = draw_station_details(
+                surf, self.map, self.text, ctrl, self.flags.selected
             )
         if ctrl.manual:
-            draw_manual(surf, self.map_rect, self.text, ctrl)
+            boxes["manual"] = draw_manual(
+                surf, self.map, self.text, ctrl, tuple(boxes.values())
+            )
         elif ctrl.message:
-            draw_message(surf, self.map_rect, self.text, ctrl.message)
+            boxes["message"] = draw_message(
+                surf, self.map, self.text, ctrl.message, tuple(boxes.values())
+            )
         if ctrl.done and ctrl.display_minute >= ctrl.end_minute:
-            draw_message(
+            boxes["over"] = draw_message(
                 surf,
-                self.map_rect.move(0, 30),
+                self.map,
                 self.text,
                 "Episode over: final KPIs in the panel",
+                tuple(boxes.values()),
+                dy=30,
             )
         if self.flags.help:
-            draw_help(surf, self.map_rect, self.text)
+            boxes["help"] = draw_help(surf, self.map_rect, self.text)
 
     def click(self, pos: tuple[int, int]) -> int | None:
         """Select the station under ``pos`` (or clear the selection)."""

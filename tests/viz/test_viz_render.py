@@ -115,18 +115,18 @@ def test_station_marker_sits_where_the_projection_puts_it(screen):
     st = ctrl.env.city.stations[4]  # S5 Koramangala, inside the view
     x, y = view.map.proj.to_px(st.lat, st.lon)
     assert view.map.station_px[4] == (x, y)
-    r = view.map.marker // 2 + 3
-    ring = tuple(screen.get_at((int(x) + r - 2, int(y))))[:3]
+    g = view.map.glyph
+    ring = tuple(screen.get_at((int(x) + g.r - 2, int(y))))[:3]
     assert ring == theme.feeder_colour(st.feeder)
+    plain = screen.copy()
     assert view.click((round(x), round(y))) == 5
-    corner = pygame.Rect(view.map_rect.x + 12, view.map_rect.y + 12, 280, 100)
-    plain = screen.subsurface(corner).copy()
-    view.render(screen)  # now with S5's details box in the top-left corner
-    detail = screen.subsurface(corner)
+    view.render(screen)  # now with S5's details box, where the map has room
+    box = view.overlay_rects["details"]
+    assert box.w >= 280 and box.h >= 100
     changed = sum(
-        plain.get_at((i, j)) != detail.get_at((i, j))
-        for i in range(0, 280, 7)
-        for j in range(0, 100, 5)
+        plain.get_at((i, j)) != screen.get_at((i, j))
+        for i in range(box.left, box.right, 7)
+        for j in range(box.top, box.bottom, 5)
     )
     assert changed > 300
     assert view.click((view.map_rect.x + 2, view.map_rect.bottom - 2)) is None
