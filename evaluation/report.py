@@ -1,4 +1,8 @@
-"""The comparison report: markdown tables (mean and 95 % CI), paired tests, JSON summary."""
+"""The comparison report: markdown tables (mean and 95 % CI), paired tests, JSON summary.
+
+Per scenario the feeders' and the EV owners' figures come first (``engineering``),
+then the reward; notes explain figures that look wrong at first sight (``notes``).
+"""
 
 from __future__ import annotations
 
@@ -9,7 +13,16 @@ from typing import Any
 
 from evgrid_core import KPI_UNITS, REWARD_KEYS, get_scenario
 
-from .runner import OPTIMUM
+from .engineering import (
+    definitions,
+    feeder_tables,
+    grid_table,
+    owner_table,
+    summarise_feeders,
+    summarise_figures,
+)
+from .notes import explanations
+from .runner import OPTIMUM, record_grid
 from .stats import add_pct_optimal, by_scenario_policy, paired, pct_label, summarise
 
 # KPIs in the main table (return first; % of optimal when an optimum row exists).
@@ -45,6 +58,16 @@ def _p(x: float) -> str:
     return "–" if math.isnan(x) else ("<0.001" if x < 1e-3 else f"{x:.3f}")
 
 
+def fill_network_parts(records: list[dict[str, Any]]) -> None:
+    """Give feeder-sum records from before the network reward parts existed those
+    parts at 0, what the feeder sum charges for them (the network models' records
+    always carry them)."""
+    for r in records:
+        if record_grid(r) == "feeder_sum":
+            for k in REWARD_KEYS:
+                r["parts"].setdefault(k, 0.0)
+
+
 def summary_json(
     records: list[dict[str, Any]],
     policies: list[str],
@@ -52,6 +75,7 @@ def summary_json(
     reference: str,
 ) -> dict[str, Any]:
     """Everything the tables show, as data."""
+    fill_network_parts(records)
     add_pct_optimal(records)
     grouped = by_scenario_policy(records)
     out: dict[str, Any] = {"reference": reference, "scenarios": {}, "pct_label": {}}
@@ -68,6 +92,8 @@ def summary_json(
                 keys.append("pct_optimal")
             rows[pol] = {
                 "seeds": sorted(runs),
+                "figures": summarise_figures(runs),
+                "feeders": summarise_feeders(runs),
                 "stats": summarise(runs, keys),
                 "paired_vs_reference": {
                     k: paired(runs, ref, k) for k in PAIRED_KEYS if pol != reference
@@ -86,6 +112,7 @@ def summary_json(
     ]
     out["episodes_beating_optimum"] = beaten
     out["episodes_with_optimum"] = sum(r["policy"] == OPTIMUM for r in records)
+    out["notes"] = explanations(grouped, scenarios)
     return out
 
 
@@ -132,7 +159,7 @@ def _headline(summary: dict[str, Any], policies: list[str]) -> list[str]:
     labels = sorted(
         {summary.get("pct_label", {}).get(sc, "% of optimal") for sc in scs}
     )
-    lines = [f"## Summary: mean return ({' or '.join(labels)})", ""]
+    lines = [f"## Summary of returns ({' or '.join(labels)})", ""]
     lines.append("| policy | " + " | ".join(f"`{sc}`" for sc in scs) + " |")
     lines.append("|---|" + "---|" * len(scs))
     for pol in policies:
@@ -161,92 +188,151 @@ def _headline(summary: dict[str, Any], policies: list[str]) -> list[str]:
     return lines
 
 
+def _glance(summary: dict[str, Any], policies: list[str]) -> list[str]:
+    """Per policy and scenario: feeder-minutes over a limit, EVs left uncharged."""
+    scs = list(summary["scenarios"])
+    lines = [
+        "## At a glance: the feeders and the EV owners",
+        "",
+        "Per scenario: feeder-minutes over a limit · EVs left uncharged (gave up or "
+        "turned away) · mean wait [min]; mean over seeds.",
+        "",
+        "| policy | " + " | ".join(f"`{sc}`" for sc in scs) + " |",
+        "|---|" + "---|" * len(scs),
+    ]
+    for pol in policies:
+        cells = []
+        for sc in scs:
+            row = summary["scenarios"][sc].get(pol)
+            if row is None:
+                cells.append("–")
+                continue
+            f = row.get("figures")
+            if not f:
+                cells.append("–")
+                continue
+            left = f["gave_up"]["mean"] + f["turned_away"]["mean"]
+            cells.append(
+                f"{_fmt(f['over_feeder_min']['mean'])} · {_fmt(left)} · "
+                f"{_fmt(f['mean_wait_min']['mean'])}"
+            )
+        lines.append(f"| {pol} | " + " | ".join(cells) + " |")
+    return lines + [""]
+
+
 def markdown(
     summary: dict[str, Any], policies: list[str], plot_files: dict[str, list[str]]
 ) -> str:
-    """The report as markdown: one section per scenario."""
+    """The report as markdown: the feeders and EV owners first, the reward after."""
     ref = summary["reference"]
     lines = ["# Policy comparison", ""]
     lines.append(
         "Every policy ran on the same seeds (paired). Cells are mean ± 95 % CI "
-        "half-width (Student t). `return` is the episode's summed reward (all parts "
-        "are costs, so higher = better). `% of optimal` = 100 × optimum return / "
-        "policy return, per seed, where `optimum` is the hindsight MILP plan "
-        "replayed through `env.step` (see `evaluation/optimum.py`), or the best "
-        "baseline episode on that seed when it scored better (the row is never "
-        "worse than a baseline). Where the solve did not close (node or time "
-        "limit), the column is `% of bound`: 100 × the MILP's proven bound / "
-        "policy return, which understates every policy by at most the gap. The "
-        "optimum plans within a class narrower than the env (no queueing, no "
-        "LOAD_SHIFT, the nearest stations per kind, defers up to a limit), so its "
-        "bound is a bound within that class and a policy could in principle beat it."
+        "half-width (Student t) over seeds. Each scenario shows first what the "
+        "feeders carried (against their limits) and what the EV owners got, then "
+        "the reward the policies optimise. Energy is in MWh, power in MW, time in "
+        "clock minutes; 'feeder-min' adds the minutes of every feeder over its limit."
     )
     if summary.get("command"):
         lines += ["", f"Made by `{summary['command']}`"]
     if summary.get("provenance"):
         lines += ["", summary["provenance"]]
+    lines.append("")
+    lines += _glance(summary, policies)
+    if summary.get("notes"):
+        lines += ["## Figures that look wrong at first sight", ""]
+        lines += summary["notes"] + [""]
+    lines += ["## What the figures are", ""] + definitions() + [""]
+    for sc, rows in summary["scenarios"].items():
+        scen = get_scenario(sc)
+        n = max((len(r["seeds"]) for r in rows.values()), default=0)
+        lines += [f"## {scen.title} (`{sc}`), {n} seeds", "", scen.description, ""]
+        plots = {Path(f).stem.removeprefix(f"{sc}_"): f for f in plot_files.get(sc, [])}
+
+        lines += ["### The feeders", ""] + grid_table(rows, policies, ref)
+        lines += ["", *feeder_tables(rows, policies)]
+        lines += _image(plots, "feeder_util")
+        lines += ["", "### The EV owners", ""] + owner_table(rows, policies, ref)
+        lines += _image(plots, "waits") + _image(plots, "kpis")
+        lines += ["", "### The reward", ""] + _reward_table(summary, sc, rows, policies)
+        lines += _image(plots, "reward_parts")
+        lines.append("")
+    lines += _headline(summary, policies)
+    return "\n".join(lines)
+
+
+def _image(plots: dict[str, str], name: str) -> list[str]:
+    f = plots.get(name)
+    return ["", f"![{Path(f).stem}]({Path(f).name})"] if f else []
+
+
+def _reward_table(
+    summary: dict[str, Any], sc: str, rows: dict[str, Any], policies: list[str]
+) -> list[str]:
+    """The return, % of optimal, the remaining KPIs, paired tests, the solves."""
+    ref = summary["reference"]
+    lines = [
+        "`return` is the episode's summed reward (all parts are costs, so higher = "
+        "better). `% of optimal` = 100 × optimum return / policy return, per seed, "
+        "where `optimum` is the hindsight MILP plan replayed through `env.step` (see "
+        "`evaluation/optimum.py`), or the best baseline episode on that seed when it "
+        "scored better. Where the solve did not close, the column is `% of bound` "
+        "(100 × the MILP's proven bound / policy return). The optimum plans within a "
+        "class narrower than the env (no queueing, no LOAD_SHIFT, the nearest "
+        "stations per kind, defers up to a limit), so a policy could in principle "
+        "beat it.",
+        "",
+    ]
+    has_opt = any("pct_optimal" in r["stats"] for r in rows.values())
+    keys = list(TABLE_KEYS) + (["pct_optimal"] if has_opt else [])
+    head = ["policy"] + [
+        f"{k} [{KPI_UNITS.get(k, '')}]".replace(" []", "")
+        if k != "pct_optimal"
+        else summary.get("pct_label", {}).get(sc, "% of optimal")
+        for k in keys
+    ]
+    lines.append("| " + " | ".join(head) + " |")
+    lines.append("|" + "---|" * len(head))
+    for pol in policies:
+        if pol not in rows:
+            continue
+        st = rows[pol]["stats"]
+        cells = [f"**{pol}**" if pol == ref else pol]
+        for k in keys:
+            s = st.get(k)
+            cells.append("–" if s is None else f"{_fmt(s['mean'])} ± {_fmt(s['ci95'])}")
+        lines.append("| " + " | ".join(cells) + " |")
+    lines += ["", f"Paired differences against **{ref}** (policy − {ref}):", ""]
+    lines.append(
+        "| policy | Δ return | p (t) | p (Wilcoxon) | Δ mean wait [min] "
+        "| Δ stranded | Δ grid_stress part | Δ energy [kWh] |"
+    )
+    lines.append("|---|---|---|---|---|---|---|---|")
+    for pol in policies:
+        if pol not in rows or pol == ref:
+            continue
+        pv = rows[pol]["paired_vs_reference"]
+        r = pv["return"]
+        lines.append(
+            f"| {pol} | {_fmt(r['mean_diff'])} ± {_fmt(r['ci95'])} | {_p(r['t_p'])} "
+            f"| {_p(r['wilcoxon_p'])} | "
+            + " | ".join(
+                f"{_fmt(pv[k]['mean_diff'])} ± {_fmt(pv[k]['ci95'])}"
+                for k in PAIRED_KEYS[1:]
+            )
+            + " |"
+        )
+    if OPTIMUM in rows and "solver" in rows[OPTIMUM]:
+        lines += ["", _solver_line(rows[OPTIMUM]["solver"])]
     if summary.get("episodes_with_optimum"):
-        beaten = summary["episodes_beating_optimum"]
+        beaten = [b for b in summary["episodes_beating_optimum"] if b[1] == sc]
         lines += [
             "",
             f"Policy episodes that scored better than the optimum's reference (plan "
             f"or bound) on the same seed: {len(beaten)}"
             + (f" ({beaten[:10]})." if beaten else "."),
         ]
-    lines.append("")
-    lines += _headline(summary, policies)
-    for sc, rows in summary["scenarios"].items():
-        scen = get_scenario(sc)
-        n = max((len(r["seeds"]) for r in rows.values()), default=0)
-        lines += [f"## {scen.title} (`{sc}`), {n} seeds", "", scen.description, ""]
-        has_opt = any("pct_optimal" in r["stats"] for r in rows.values())
-        keys = list(TABLE_KEYS) + (["pct_optimal"] if has_opt else [])
-        head = ["policy"] + [
-            f"{k} [{KPI_UNITS.get(k, '')}]".replace(" []", "")
-            if k != "pct_optimal"
-            else summary.get("pct_label", {}).get(sc, "% of optimal")
-            for k in keys
-        ]
-        lines.append("| " + " | ".join(head) + " |")
-        lines.append("|" + "---|" * len(head))
-        for pol in policies:
-            if pol not in rows:
-                continue
-            st = rows[pol]["stats"]
-            cells = [f"**{pol}**" if pol == ref else pol]
-            for k in keys:
-                s = st.get(k)
-                cells.append(
-                    "–" if s is None else f"{_fmt(s['mean'])} ± {_fmt(s['ci95'])}"
-                )
-            lines.append("| " + " | ".join(cells) + " |")
-        lines += ["", f"Paired differences against **{ref}** (policy − {ref}):", ""]
-        lines.append(
-            "| policy | Δ return | p (t) | p (Wilcoxon) | Δ mean wait [min] "
-            "| Δ stranded | Δ grid_stress part | Δ energy [kWh] |"
-        )
-        lines.append("|---|---|---|---|---|---|---|---|")
-        for pol in policies:
-            if pol not in rows or pol == ref:
-                continue
-            pv = rows[pol]["paired_vs_reference"]
-            r = pv["return"]
-            lines.append(
-                f"| {pol} | {_fmt(r['mean_diff'])} ± {_fmt(r['ci95'])} | {_p(r['t_p'])} "
-                f"| {_p(r['wilcoxon_p'])} | "
-                + " | ".join(
-                    f"{_fmt(pv[k]['mean_diff'])} ± {_fmt(pv[k]['ci95'])}"
-                    for k in PAIRED_KEYS[1:]
-                )
-                + " |"
-            )
-        if OPTIMUM in rows and "solver" in rows[OPTIMUM]:
-            s = rows[OPTIMUM]["solver"]
-            lines += ["", _solver_line(s)]
-        for f in plot_files.get(sc, []):
-            lines += ["", f"![{Path(f).stem}]({Path(f).name})"]
-        lines.append("")
-    return "\n".join(lines)
+    return lines
 
 
 def write_report(
@@ -262,6 +348,7 @@ def write_report(
 ) -> list[Path]:
     """Write ``report.md``, ``summary.json`` and (unless ``plots=False``) the PNGs."""
     out_dir.mkdir(parents=True, exist_ok=True)
+    fill_network_parts(records)
     summary = summary_json(records, policies, scenarios, reference)
     codes = sorted({r.get("code", "unrecorded") for r in records})
     summary["command"] = command

@@ -3,7 +3,8 @@
 Each finished episode is appended as one JSON line to ``episodes.jsonl`` in the
 output folder; a restart skips the (policy, scenario, seed) already there, so an
 interrupted comparison loses at most the episode in flight. A record names the
-grid model it ran on, and one folder holds one grid model's episodes.
+grid model it ran on, and one folder holds one grid model's episodes, and carries
+each feeder's load tick by tick (``feeders``; records from before it have none).
 """
 
 from __future__ import annotations
@@ -15,10 +16,68 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from evgrid_core import EVGridEnv, SimConfig
+from evgrid_core.grid import GridModel, GridTick
 
 OPTIMUM = "optimum"  # the hindsight optimum's row in a comparison
 EPISODES_FILE = "episodes.jsonl"
+
+
+# --- Per-feeder series -----------------------------------------------------------------
+class FeederLog:
+    """The episode's grid model, keeping each tick's ``GridTick`` as it hands it out.
+
+    The world asks its grid model once per tick (``carry``); the last answer for a
+    tick is what the feeders carried in it. Everything else is the model's own.
+    """
+
+    def __init__(self, model: GridModel) -> None:
+        self.model = model
+        self.ticks: dict[int, GridTick] = {}
+
+    def carry(self, tick: int, station_kw: np.ndarray) -> GridTick:
+        g = self.ticks[tick] = self.model.carry(tick, station_kw)
+        return g
+
+    def __getattr__(self, name: str):  # noqa: ANN204 - forecast and the rest
+        return getattr(self.model, name)
+
+
+def watch_feeders(env: EVGridEnv) -> FeederLog:
+    """Log the feeders of ``env``'s episode, from just after ``reset``.
+
+    ``reset`` already ran the ticks before the first request; no EV had been
+    decided, so no station drew any load: those ticks are asked again of the same
+    model with none, as the world asked them.
+    """
+    w = env.world
+    assert w is not None and env.steps == 0, "watch the feeders right after reset()"
+    log = FeederLog(w.grid)
+    idle = np.zeros(env.city.n_stations)
+    for t in range(min(env.tick, w.n_ticks)):
+        log.carry(t, idle)
+    w.grid = log
+    return log
+
+
+def feeder_series(log: FeederLog, env: EVGridEnv) -> dict[str, Any]:
+    """Per feeder, per tick [kW]: capacity, background, EV load carried, EV load shed."""
+    ticks = [log.ticks[t] for t in range(env.world.n_ticks)]  # type: ignore[union-attr]
+
+    def series(get: Callable[[GridTick], Any]) -> list[list[float]]:
+        rows = np.array([np.asarray(get(g), dtype=float) for g in ticks])  # (T, F)
+        return [[round(x, 2) for x in col] for col in rows.T.tolist()]
+
+    return {
+        "names": [f.name for f in env.city.feeders],
+        "tick_minutes": env.config.tick_minutes,
+        "capacity_kw": series(lambda g: g.capacity_kw),
+        "background_kw": series(lambda g: g.background_kw),
+        "ev_kw": series(lambda g: g.ev_kw),
+        "shed_kw": series(lambda g: g.shed_kw),
+    }
 
 
 # --- One episode ----------------------------------------------------------------------
@@ -27,9 +86,11 @@ def max_feeder_utilisation(env: EVGridEnv) -> list[float]:
     return [float(max(u)) for u in env.kpis.feeder_util_history]
 
 
-def _record(policy: str, scenario: str, seed: int, env: EVGridEnv) -> dict[str, Any]:
+def _record(
+    policy: str, scenario: str, seed: int, env: EVGridEnv, log: FeederLog | None
+) -> dict[str, Any]:
     k = env.kpis
-    return {
+    rec = {
         "policy": policy,
         "scenario": scenario,
         "seed": seed,
@@ -40,6 +101,33 @@ def _record(policy: str, scenario: str, seed: int, env: EVGridEnv) -> dict[str, 
         "util": [round(u, 4) for u in max_feeder_utilisation(env)],
         "waits": [round(float(x), 1) for x in k.waits],
     }
+    if log is not None:
+        rec["feeders"] = feeder_series(log, env)
+    return rec
+
+
+def _play(policy: Any, scenario: str, seed: int, config: SimConfig | None):  # noqa: ANN202
+    """``rollout.play_episode``'s loop, with the feeders watched from the start."""
+    env = EVGridEnv(config)
+    obs = env.reset(seed=seed, scenario=scenario)
+    log = watch_feeders(env)
+    policy.reset(seed)
+    while not env.done:
+        env.step(policy.act(obs))
+        obs = env.observation()
+    return env, log
+
+
+def _replayed_feeders(res: Any, scenario: str, seed: int, config: SimConfig | None):  # noqa: ANN202
+    """The optimum's reported plan replayed with the feeders watched; None when the
+    replay does not give the reported return (then the record has no series)."""
+    from .optimum import replay
+
+    env = EVGridEnv(config)
+    env.reset(seed=seed, scenario=scenario)
+    log = watch_feeders(env)
+    ret, _ = replay(env, res.plan)
+    return log if ret == res.replay_return else None
 
 
 def run_episode(
@@ -65,14 +153,14 @@ def run_episode(
             scenario, seed, config=config, progress=solve_progress, **(optimum or {})
         )
         assert res.env is not None
-        rec = _record(policy, scenario, seed, res.env)
+        log = _replayed_feeders(res, scenario, seed, config)
+        rec = _record(policy, scenario, seed, res.env, log)
         rec["optimum"] = res.summary()
         return rec
     from evgrid_core.policies import make_policy
-    from evgrid_core.rollout import play_episode
 
     p = instance if instance is not None else make_policy(policy)
-    return _record(policy, scenario, seed, play_episode(p, scenario, seed, config))
+    return _record(policy, scenario, seed, *_play(p, scenario, seed, config))
 
 
 # --- Many episodes, resumable ---------------------------------------------------------
