@@ -35,6 +35,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default=None,
         help="scenarios of the look-ahead episodes (default: --scenarios)",
     )
+    p.add_argument(
+        "--look-ahead-rounds",
+        type=int,
+        default=1,
+        help="look-ahead rounds: each plays the last fit and fits again on every "
+        "round's labels (with --look-ahead-seeds)",
+    )
     p.add_argument("--trees", type=int, default=None, help="boosting rounds")
     p.add_argument(
         "--out", default=None, help="model file (default: the committed one)"
@@ -70,6 +77,8 @@ def run(args: argparse.Namespace) -> int:
     )
     if not set(look_scenarios) <= set(scenarios):
         raise ValueError("--look-ahead-scenarios must lie within --scenarios")
+    if args.look_ahead_rounds < 1:
+        raise ValueError("--look-ahead-rounds must be >= 1")
     if args.trees is not None and args.trees < 1:
         raise ValueError("--trees must be >= 1")
     out = Path(args.out) if args.out else MODEL_PATH
@@ -95,28 +104,30 @@ def run(args: argparse.Namespace) -> int:
         validation_seeds=validation,
         progress=not args.no_progress,
     )
-    if look_seeds:
-        # The first fit plays the look-ahead seeds; its file names it in the labels.
-        look_dir = labels / "look-ahead"
+    look_dirs: list[Path] = []
+    for i in range(args.look_ahead_rounds if look_seeds else 0):
+        # Round i+1 plays the last fit; its file names it in the labels folder.
+        look_dir = labels / f"look-ahead-{i + 1}"
         look_dir.mkdir(parents=True, exist_ok=True)
-        first = look_dir / "model-optimum-labels.json"
-        save(model, first)
+        played = look_dir / "model-played.json"
+        save(model, played)
         print(describe(report))
         rollout_runs(
             look_scenarios,
             look_seeds,
             look_dir,
-            first,
+            played,
             workers=args.workers,
             progress=not args.no_progress,
         )
+        look_dirs.append(look_dir)
         model, report = distill(
             labels,
             cfg,
             scenarios=scenarios,
             seeds=seeds,
             validation_seeds=validation,
-            look_ahead_dir=look_dir,
+            look_ahead_dirs=look_dirs,
             progress=not args.no_progress,
         )
     save(model, out)

@@ -237,15 +237,15 @@ def distill(
     scenarios: Iterable[str] | None = None,
     seeds: Iterable[int] | None = None,
     validation_seeds: Iterable[int] = (),
-    look_ahead_dir: Path | None = None,
+    look_ahead_dirs: Iterable[Path] = (),
     progress: bool = True,
 ) -> tuple[TreeEnsemble, dict[str, Any]]:
     """Fit on the labelled (scenario, seed)s asked for (default: all) but ``validation_seeds``.
 
     With validation seeds, the model is fitted without them and scored on them
-    (agreement with the optimum); the returned model is that one. With
-    ``look_ahead_dir``, the look-ahead labels there (``training/dagger.py``, the
-    learner's own states) join the optimum's, with the same seed filter.
+    (agreement with the optimum); the returned model is that one. The look-ahead
+    labels in ``look_ahead_dirs`` (``training/dagger.py``: the states earlier fits
+    visited, one folder a round) join the optimum's, with the same seed filter.
     """
     lgb = _lightgbm()
     keep_s = None if scenarios is None else set(scenarios)
@@ -260,23 +260,26 @@ def distill(
         raise ValueError(f"no finished labelled episode in {labels_dir}")
     data = build_dataset(rows, progress=progress)
     extra: dict[str, Any] = {}
-    if look_ahead_dir is not None:
+    for i, look_dir in enumerate(look_ahead_dirs):
         la_rows = [
             r
-            for r in load_rollout_labels(look_ahead_dir)
+            for r in load_rollout_labels(look_dir)
             if (keep_s is None or r["scenario"] in keep_s)
             and (keep_seed is None or r["seed"] in keep_seed)
         ]
         if not la_rows:
-            raise ValueError(f"no finished look-ahead episode in {look_ahead_dir}")
+            raise ValueError(f"no finished look-ahead episode in {look_dir}")
         la = build_dataset(la_rows, progress=progress, look_ahead=True)
         data = data + la
-        extra = {
-            "look_ahead_sha256": labels_sha256(la_rows),
-            "look_ahead_decisions": len(la.groups),
-            "look_ahead_relabelled": sum(r["action"] != r["played"] for r in la_rows),
-            "look_ahead_episodes": _episodes(la_rows),
-        }
+        extra.setdefault("look_ahead", []).append(
+            {
+                "round": i + 1,
+                "sha256": labels_sha256(la_rows),
+                "decisions": len(la.groups),
+                "relabelled": sum(r["action"] != r["played"] for r in la_rows),
+                "episodes": _episodes(la_rows),
+            }
+        )
     train, valid = data.split(validation_seeds)
     if not len(train.groups):
         raise ValueError("every labelled seed is a validation seed: nothing to fit")

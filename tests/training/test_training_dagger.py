@@ -98,12 +98,15 @@ def test_evgrid_distill_look_ahead_fits_on_both_label_kinds(tmp_path, capsys):
     out = tmp_path / "model.json"
     args = ["distill", "--scenarios", SCENARIO, "--seeds", "0:2", "--labels",
             str(tmp_path / "labels"), "--node-limit", "0", "--trees", "20",
-            "--look-ahead-seeds", "0:1", "--workers", "1",
+            "--look-ahead-seeds", "0:1", "--look-ahead-rounds", "2", "--workers", "1",
             "--out", str(out), "--no-progress"]  # fmt: skip
     assert main(args) == 0
     meta = load(out).meta
-    assert meta["look_ahead_episodes"] == {SCENARIO: [[0, 1]]}
-    assert meta["look_ahead_decisions"] > 0
-    first = json.loads((tmp_path / "labels" / "look-ahead" / EPISODES_FILE)
-                       .read_text().splitlines()[0])  # fmt: skip
-    assert first["model_sha256"] != ""
+    rounds = meta["look_ahead"]
+    assert [r["round"] for r in rounds] == [1, 2]
+    assert all(r["episodes"] == {SCENARIO: [[0, 1]]} and r["decisions"] > 0
+               for r in rounds)  # fmt: skip
+    # round 2 played the fit on round 1's labels: another model than round 1's
+    sha = [json.loads((tmp_path / "labels" / f"look-ahead-{i}" / EPISODES_FILE)
+                      .read_text().splitlines()[0])["model_sha256"] for i in (1, 2)]  # fmt: skip
+    assert sha[0] != sha[1]

@@ -98,6 +98,8 @@ def test_evgrid_distill_labels_fits_writes_and_the_policy_plays_it(tmp_path, cap
         (["--seeds", "899990:900010"], "held-out"),
         (["--seeds", "0:4", "--validation-seeds", "5:6"], "within --seeds"),
         (["--trees", "0"], "--trees"),
+        (["--look-ahead-rounds", "0"], "--look-ahead-rounds"),
+        (["--seeds", "0:4", "--look-ahead-seeds", "3:6"], "within --seeds"),
         (["--scenarios", "nowhere"], "nowhere"),
     ],
 )
