@@ -183,6 +183,41 @@ def load_records(path: Path) -> list[dict[str, Any]]:
     return out
 
 
+def pending(
+    policies: Iterable[str],
+    scenarios: Iterable[str],
+    seeds: Iterable[int],
+    out_dir: Path,
+    config: SimConfig | None = None,
+) -> tuple[Path, list[dict[str, Any]], list[tuple[str, str, int]]]:
+    """(the folder's episodes file, its records, the (policy, scenario, seed) jobs
+    not yet in it, in run order). Refuses a folder of another grid model's episodes;
+    ends a torn last line so the next record starts clean."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / EPISODES_FILE
+    records = load_records(path)
+    grid = (config or SimConfig()).grid
+    other = sorted({record_grid(r) for r in records} - {grid})
+    if other:
+        raise ValueError(
+            f"{out_dir} holds episodes on grid model {', '.join(other)}, not {grid}: "
+            "give this grid model its own --out"
+        )
+    done = {(r["policy"], r["scenario"], r["seed"]) for r in records}
+    seeds, policies = list(seeds), list(policies)
+    jobs = [
+        (p, sc, s)
+        for sc in scenarios
+        for s in seeds
+        for p in policies
+        if (p, sc, s) not in done
+    ]
+    if path.exists() and path.read_bytes()[-1:] not in (b"", b"\n"):
+        with path.open("a") as f:
+            f.write("\n")
+    return path, records, jobs
+
+
 def run_comparison(
     policies: Iterable[str],
     scenarios: Iterable[str],
@@ -204,27 +239,7 @@ def run_comparison(
 
     from evgrid_core.policies import make_policy
 
-    out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / EPISODES_FILE
-    records = load_records(path)
-    grid = (config or SimConfig()).grid
-    other = sorted({record_grid(r) for r in records} - {grid})
-    if other:
-        raise ValueError(
-            f"{out_dir} holds episodes on grid model {', '.join(other)}, not {grid}: "
-            "give this grid model its own --out"
-        )
-    done = {(r["policy"], r["scenario"], r["seed"]) for r in records}
-    jobs = [
-        (p, sc, s)
-        for sc in scenarios
-        for s in seeds
-        for p in policies
-        if (p, sc, s) not in done
-    ]
-    if path.exists() and path.read_bytes()[-1:] not in (b"", b"\n"):
-        with path.open("a") as f:  # end a torn line so the next record starts clean
-            f.write("\n")
+    path, records, jobs = pending(policies, scenarios, seeds, out_dir, config)
     built: dict[str, Any] = {}
     bar = tqdm(jobs, unit="ep", file=sys.stderr, disable=not progress)
     for policy, scenario, seed in bar:

@@ -42,6 +42,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="model file for the policies named oracle* (a GGUF)",
     )
     p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    p.add_argument(
+        "--ray",
+        nargs="?",
+        const="local",
+        default=None,
+        metavar="ADDRESS",
+        help="run the episodes as Ray tasks: local Ray, or the cluster at ADDRESS "
+        "(the rl extra; the same records as without)",
+    )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
@@ -82,7 +91,12 @@ def run(args: argparse.Namespace) -> int:
 
     out = Path(args.out)
     seeds = list(range(args.seed, args.seed + args.episodes))
-    records = run_comparison(
+    runner, ray_kw = run_comparison, {}
+    if args.ray:
+        from evgrid_rl.ray_runner import run_comparison_ray as runner
+
+        ray_kw = {"address": None if args.ray == "local" else args.ray}
+    records = runner(
         policies,
         scenarios,
         seeds,
@@ -96,6 +110,7 @@ def run(args: argparse.Namespace) -> int:
         }
         if args.model
         else None,
+        **ray_kw,
     )
     wanted = [
         r

@@ -24,6 +24,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="write decisions only for solves proven optimal (others: summary only)",
     )
     add_optimum_arguments(p)
+    p.add_argument(
+        "--ray",
+        nargs="?",
+        const="local",
+        default=None,
+        metavar="ADDRESS",
+        help="solve as Ray tasks (instead of --workers processes): local Ray, or the "
+        "cluster at ADDRESS (the rl extra; the same rows as without)",
+    )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
@@ -33,15 +42,28 @@ def run(args: argparse.Namespace) -> int:
     scenarios, seeds = label_jobs(args)
     settings = optimum_settings(args)
     out = Path(args.out)
-    new = label_runs(
-        scenarios,
-        seeds,
-        out,
-        settings=settings,
-        workers=args.workers,
-        require_proven=args.require_proven,
-        progress=not args.no_progress,
-    )
+    if args.ray:
+        from evgrid_rl.ray_runner import label_runs_ray
+
+        new = label_runs_ray(
+            scenarios,
+            seeds,
+            out,
+            settings=settings,
+            require_proven=args.require_proven,
+            progress=not args.no_progress,
+            address=None if args.ray == "local" else args.ray,
+        )
+    else:
+        new = label_runs(
+            scenarios,
+            seeds,
+            out,
+            settings=settings,
+            workers=args.workers,
+            require_proven=args.require_proven,
+            progress=not args.no_progress,
+        )
     rows = sum(e["decisions"] for e in new if e["labelled"])
     proven = sum(e["proven_optimal"] for e in new)
     print(

@@ -29,14 +29,22 @@ ALLOWED: dict[str, frozenset[str]] = {
     # The AC power-flow reference (pandapower): a grid model registered in the
     # core's registry (the `evgrid.grid_models` entry points), never imported by it.
     "evgrid_ac": frozenset({"evgrid_core"}),
+    # Many operators as agents: a PettingZoo env on the gym wrapper's encoding.
+    "evgrid_marl": frozenset({"evgrid_core", "evgrid_gym"}),
+    # Ray and RLlib: compare/labels as Ray tasks (evaluation, training's labels),
+    # PPO on both envs, and the learnt policy `ppo` (a registry plugin).
+    "evgrid_rl": frozenset(
+        {"evgrid_core", "evgrid_gym", "evgrid_marl", "evaluation", "training"}
+    ),
     "main": frozenset({"viz"}),  # main.py: the city view's entry point
     "server": frozenset({"evgrid_openenv"}),  # server.py: the server's entry point
     # The console script is the one door to the rest: each `evgrid` command hands
     # its work to the package that owns it (compare/optimum -> evaluation,
     # labels/distill/train -> training, serve -> evgrid_openenv). Nothing imports
     # the CLI back, and it never imports the other front ends (viz) or a plugin.
+    # `compare --ray` / `labels --ray` hand their episodes to evgrid_rl's Ray runner.
     "evgrid_cli": frozenset(
-        {"evgrid_core", "evaluation", "training", "evgrid_openenv"}
+        {"evgrid_core", "evaluation", "training", "evgrid_openenv", "evgrid_rl"}
     ),
 }
 # Folders with Python that are not a layer: they may import whatever they test or

@@ -1,0 +1,118 @@
+"""The envs as RLlib wants them: the action mask beside the observation.
+
+RLlib's action-masking module (``ActionMaskingTorchRLModule``) reads a ``Dict``
+observation with ``"observations"`` and ``"action_mask"`` (float 0/1); these
+wrappers give it that from the Gymnasium env and from the PettingZoo env, and
+draw each episode's (scenario, seed) from the training seeds (below the held-out
+900000) with the episode's own generator.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+from evgrid_gym import EVGridGymEnv
+from evgrid_gym.env import N_ACTIONS, OBS_HIGH, OBS_LOW, OBS_SIZE
+
+HELDOUT_FIRST_SEED = 900_000  # evaluation seeds start here; training draws below
+
+
+def _masked_space(obs_space: spaces.Box, n: int) -> spaces.Dict:
+    return spaces.Dict(
+        {
+            "action_mask": spaces.Box(0.0, 1.0, shape=(n,), dtype=np.float32),
+            "observations": obs_space,
+        }
+    )
+
+
+class MaskedGymEnv(gym.Env):
+    """``EVGridGymEnv`` with ``{"observations", "action_mask"}`` observations."""
+
+    def __init__(self, config: dict[str, Any] | None = None) -> None:
+        config = dict(config or {})
+        self.scenarios = list(config.get("scenarios", ["evening_peak"]))
+        self.env = EVGridGymEnv(self.scenarios[0])
+        self.observation_space = _masked_space(
+            spaces.Box(OBS_LOW, OBS_HIGH, shape=(OBS_SIZE,), dtype=np.float32),
+            N_ACTIONS,
+        )
+        self.action_space = self.env.action_space
+        self._rng = np.random.default_rng(config.get("seed"))
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):  # noqa: ANN201
+        if seed is not None:
+            self._rng = np.random.default_rng(seed)
+        scenario = self.scenarios[int(self._rng.integers(len(self.scenarios)))]
+        ep_seed = int(self._rng.integers(0, HELDOUT_FIRST_SEED))
+        obs, info = self.env.reset(seed=ep_seed, options={"scenario": scenario})
+        return self._wrap(obs, info["action_mask"]), {}
+
+    def step(self, action: int):  # noqa: ANN201
+        obs, reward, done, trunc, info = self.env.step(int(action))
+        return self._wrap(obs, info["action_mask"]), reward, done, trunc, {}
+
+    @staticmethod
+    def _wrap(obs: np.ndarray, mask: np.ndarray) -> dict[str, np.ndarray]:
+        m = mask.astype(np.float32)
+        if not m.any():  # the episode has ended: any index, never used
+            m[0] = 1.0
+        return {"action_mask": m, "observations": obs}
+
+
+def make_multi_agent_env(config: dict[str, Any] | None = None):  # noqa: ANN201
+    """The PettingZoo env as an RLlib ``MultiAgentEnv`` (masks as float)."""
+    from ray.rllib.env.multi_agent_env import MultiAgentEnv
+
+    from evgrid_marl import EVGridParallelEnv
+
+    class MaskedMultiAgentEnv(MultiAgentEnv):
+        def __init__(self, config: dict[str, Any] | None = None) -> None:
+            super().__init__()
+            config = dict(config or {})
+            self.scenarios = list(config.get("scenarios", ["evening_peak"]))
+            self.par = EVGridParallelEnv(
+                self.scenarios[0], roles=config.get("roles", "both")
+            )
+            self.agents = self.possible_agents = list(self.par.possible_agents)
+            self.observation_spaces = {
+                a: _masked_space(
+                    self.par.observation_space(a)["observation"],
+                    self.par.action_space(a).n,
+                )
+                for a in self.possible_agents
+            }
+            self.action_spaces = {
+                a: self.par.action_space(a) for a in self.possible_agents
+            }
+            self._rng = np.random.default_rng(config.get("seed"))
+
+        def reset(self, *, seed: int | None = None, options: dict | None = None):  # noqa: ANN201
+            if seed is not None:
+                self._rng = np.random.default_rng(seed)
+            scenario = self.scenarios[int(self._rng.integers(len(self.scenarios)))]
+            ep_seed = int(self._rng.integers(0, HELDOUT_FIRST_SEED))
+            obs, _ = self.par.reset(seed=ep_seed, options={"scenario": scenario})
+            return self._wrap(obs), {}
+
+        def step(self, actions: dict[str, int]):  # noqa: ANN201
+            obs, rew, term, trunc, _ = self.par.step(actions)
+            done = all(term.values())
+            term["__all__"], trunc["__all__"] = done, False
+            return self._wrap(obs), rew, term, trunc, {}
+
+        @staticmethod
+        def _wrap(obs: dict[str, dict[str, np.ndarray]]) -> dict[str, dict]:
+            return {
+                a: {
+                    "action_mask": o["action_mask"].astype(np.float32),
+                    "observations": o["observation"],
+                }
+                for a, o in obs.items()
+            }
+
+    return MaskedMultiAgentEnv(config)
