@@ -72,6 +72,9 @@ class SFTConfig:
     # / temperature) instead of the optimum's one letter. 0: the optimum's only.
     teacher_weight: float = 0.0
     teacher_temperature: float = 1.0
+    # The teacher's tree file, relative to the repository ("": the committed
+    # distilled policy, evgrid_core/data/distilled.json).
+    teacher_model: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -49,7 +49,9 @@ SFT_CURVES = (
 # --- Rows ------------------------------------------------------------------------------
 
 
-def _row(obs: Any, answer: str, stations: int, **key: Any) -> dict[str, Any]:
+def _row(
+    obs: Any, answer: str, stations: int, teacher: Path | None = None, **key: Any
+) -> dict[str, Any]:
     from oracle.grammar import allowed_actions
     from oracle.prompt import decision_prompt
 
@@ -62,24 +64,41 @@ def _row(obs: Any, answer: str, stations: int, **key: Any) -> dict[str, Any]:
         "listed": list(p.lines),
         "letters": list(p.letters),
         "allowed": allowed_actions(obs),
-        "teacher": teacher_scores(obs, p.lines),
+        "teacher": teacher_scores(obs, p.lines, teacher),
     }
 
 
-def teacher_scores(obs: Any, lines: tuple[str, ...]) -> list[float]:
-    """The distilled policy's score of each listed line (its tree ensemble's output)."""
+def teacher_path(cfg: TrainConfig) -> Path:
+    """The teacher's tree file: ``[sft] teacher_model``, or the committed policy's."""
+    from evgrid_core.distilled import MODEL_PATH
+
+    from .config import REPO_ROOT
+
+    return REPO_ROOT / cfg.sft.teacher_model if cfg.sft.teacher_model else MODEL_PATH
+
+
+def teacher_scores(
+    obs: Any, lines: tuple[str, ...], model_path: Path | None = None
+) -> list[float]:
+    """The distilled policy's score of each listed line (its tree ensemble's output;
+    ``model_path``: another tree file than the committed one)."""
     from evgrid_core.candidates import candidates
     from evgrid_core.distilled import load_model
 
     if not lines:
         return []
     c = candidates(obs)
-    scores = dict(zip(c.lines, load_model().predict(c.features).tolist(), strict=True))
+    model = load_model(model_path) if model_path else load_model()
+    scores = dict(zip(c.lines, model.predict(c.features).tolist(), strict=True))
     return [round(scores[line], 4) for line in lines]
 
 
 def label_rows(
-    labels_dir: Path, seeds: tuple[int, int], scenarios: tuple[str, ...], stations: int
+    labels_dir: Path,
+    seeds: tuple[int, int],
+    scenarios: tuple[str, ...],
+    stations: int,
+    teacher: Path | None = None,
 ) -> list[dict[str, Any]]:
     """Prompt + optimum's answer of every labelled state of ``seeds`` [first, last)."""
     from .labels import label_states, load_labels
@@ -95,7 +114,7 @@ def label_rows(
         if r["planned_invalid"]:
             continue
         key = {k: r[k] for k in ("scenario", "seed", "step")}
-        out.append(_row(obs, action, stations, **key))
+        out.append(_row(obs, action, stations, teacher, **key))
     return out
 
 
@@ -105,6 +124,7 @@ def played_rows(
     scenarios: tuple[str, ...],
     stations: int,
     per_episode: int,
+    teacher: Path | None = None,
 ) -> list[dict[str, Any]]:
     """States of episodes ``generator`` plays (``per_episode`` each, spread evenly);
     the answer is the generator's own (not the optimum's)."""
@@ -128,7 +148,15 @@ def played_rows(
             for i in sorted(set(picks.tolist())):
                 obs, text, step = states[i]
                 out.append(
-                    _row(obs, text, stations, scenario=scenario, seed=seed, step=step)
+                    _row(
+                        obs,
+                        text,
+                        stations,
+                        teacher,
+                        scenario=scenario,
+                        seed=seed,
+                        step=step,
+                    )  # fmt: skip
                 )
     return out
 
@@ -148,14 +176,19 @@ def dataset(cfg: TrainConfig, labels_dir: Path) -> dict[str, list[dict[str, Any]
     """Train rows, held-out optimum rows and held-out played rows (cached in out/data)."""
     d, stations = cfg.data, cfg.data.prompt_stations
     data = cfg.out / "data"
+    teacher = teacher_path(cfg)
     return {
         "train": _cached(
             data / "train.jsonl",
-            lambda: label_rows(labels_dir, d.train_seeds, d.scenarios, stations),
+            lambda: label_rows(
+                labels_dir, d.train_seeds, d.scenarios, stations, teacher
+            ),
         ),
         "heldout_optimum": _cached(
             data / "heldout_optimum.jsonl",
-            lambda: label_rows(labels_dir, d.label_eval_seeds, d.scenarios, stations),
+            lambda: label_rows(
+                labels_dir, d.label_eval_seeds, d.scenarios, stations, teacher
+            ),
         ),
         "heldout_played": _cached(
             data / "heldout_played.jsonl",
@@ -165,6 +198,7 @@ def dataset(cfg: TrainConfig, labels_dir: Path) -> dict[str, list[dict[str, Any]
                 d.scenarios,
                 stations,
                 d.states_per_episode,
+                teacher,
             ),
         ),
     }
@@ -500,9 +534,8 @@ def _final_figures(summary: dict, out: Path, cfg: TrainConfig) -> list[str]:
 def _teacher_line(cfg: TrainConfig) -> str:
     """The recipe's sentence on the teacher, with the seeds it was fit on (and a
     warning when they include the seeds agreement is measured on)."""
-    from evgrid_core.distilled import MODEL_PATH
-
-    meta = json.loads(MODEL_PATH.read_text()).get("meta", {})
+    path = teacher_path(cfg)
+    meta = json.loads(path.read_text()).get("meta", {})
     ranges = [tuple(r) for r in meta.get("train_seeds", [])]
     seeds = ", ".join(f"{a}..{b - 1}" for a, b in ranges) or "?"
     lo, hi = cfg.data.label_eval_seeds
@@ -510,8 +543,9 @@ def _teacher_line(cfg: TrainConfig) -> str:
     return (
         f" Of the letter's loss, {cfg.sft.teacher_weight:g} is its cross-entropy with "
         "the distilled policy's soft choice over the listed options (softmax of its "
-        f"scores / {cfg.sft.teacher_temperature:g}; `evgrid_core/data/distilled.json`, "
-        f"fit on label seeds {seeds}) instead of the optimum's pick."
+        f"scores / {cfg.sft.teacher_temperature:g}; `{_rel(path)}`, sha256 "
+        f"{sha256(path)[:12]}, fit on label seeds {seeds}) instead of the optimum's "
+        "pick."
         + (
             f" That teacher was fit on the label seeds {lo}..{hi - 1} too, so the "
             "agreement measured on them below flatters this run; the held-out episodes "
