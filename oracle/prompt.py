@@ -192,7 +192,7 @@ def decision_prompt(
         i0 = rows[0]
         text.append(
             f"S{s} {col['travel_min'][i0]:.0f}m feeder "
-            f"{col['feeder_forecast'][i0] * 100:.0f}%"
+            f"{col['feeder_forecast'][i0] * 100:.0f}%" + network_note(obs, s - 1)
         )
         for i in rows:
             cell = f"{LETTERS[len(order)]} {cands.actions[i].kind.name} {col['free'][i]:.0f} free"  # type: ignore[union-attr]
@@ -215,6 +215,16 @@ def decision_prompt(
         tuple(lines[i] for i in order),
         tuple(LETTERS[: len(order)]),
     )
+
+
+def network_note(obs: Observation, s: int) -> str:
+    """`` 0.962pu DT87%``: station ``s``'s (0-based) feeder's lowest voltage and its
+    transformer's loading, under the network grid models; empty under the feeder
+    sum, so the prompt the shipped Oracle was trained on is unchanged."""
+    volts, dt = obs.feeder_min_voltage_pu, obs.station_transformer_loading
+    if volts is None or dt is None:
+        return ""
+    return f" {volts[obs.feeder_of[s]]:.3f}pu DT{dt[s] * 100:.0f}%"
 
 
 def sorted_kinds(charge: dict[str, float]) -> list[tuple[str, float]]:

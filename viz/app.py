@@ -25,6 +25,7 @@ SPEEDS = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0)  # [ticks per second] live
 # --- Arguments ----------------------------------------------------------------------
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     from evgrid_core import DEFAULT_SCENARIO, SCENARIOS
+    from evgrid_core.grid import grid_model_factory
     from evgrid_core.policies import policy_names
 
     p = argparse.ArgumentParser(
@@ -38,6 +39,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help=f"one of: {', '.join(policy_names())}",
     )
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--grid",
+        default="feeder_sum",
+        metavar="NAME",
+        help="grid model: feeder_sum, lindistflow or ac (voltages and transformers)",
+    )
     p.add_argument(
         "--model",
         default=None,
@@ -90,6 +97,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     if w < 800 or h < 500:
         p.error("--size must be at least 800x500")
     args.size = (w, h)
+    try:
+        grid_model_factory(args.grid)  # an unknown model: a one-line error, no window
+    except ValueError as e:
+        p.error(f"--grid: {e}")
     if args.frames_per_tick < 1 or args.fps < 1:
         p.error("--fps and --frames-per-tick must be >= 1")
     if args.start_tick < 0:
@@ -154,7 +165,9 @@ def main(argv: list[str] | None = None) -> int:
     from .controller import Controller
 
     try:
-        ctrl = Controller(args.scenario, args.seed, args.policy, args.model)
+        ctrl = Controller(
+            args.scenario, args.seed, args.policy, args.model, grid=args.grid
+        )
     except ValueError as e:
         print(f"main.py: error: {e}", file=sys.stderr)
         return 2

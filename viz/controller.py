@@ -22,6 +22,7 @@ from evgrid_core import (
     EVGridEnv,
     LoadShift,
     Route,
+    SimConfig,
     format_action,
     parse_action,
 )
@@ -90,9 +91,10 @@ class Controller:
         model_path: str | None = None,
         threaded: bool = True,
         history: int = 6,
+        grid: str = "feeder_sum",  # the grid model (evgrid_core.grid.GRID_MODELS)
     ) -> None:
         self.scenario, self.seed, self.model_path = scenario, seed, model_path
-        self.env = EVGridEnv()
+        self.env = EVGridEnv(SimConfig(grid=grid))
         self.tick_minutes = self.env.config.tick_minutes
         self.soft_limit = self.env.config.soft_limit
         self.policy_name = policy

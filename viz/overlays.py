@@ -10,9 +10,11 @@ from __future__ import annotations
 import pygame
 
 from evgrid_core import CHARGERS, format_action
+from evgrid_core.observation import HT_FLOOR_PU
 
 from . import theme
 from .panel import KEYS_HELP
+from .scene import dt_overloaded
 
 LINE = 18  # [px] a 12 pt line
 
@@ -98,6 +100,18 @@ def draw_station_details(
         ),
         (f"load {st['load_kw']:.0f} / {st['cap_kw']:.0f} kW", theme.TEXT, False),
     ]
+    volts, dt = ctrl.obs.feeder_min_voltage_pu, ctrl.obs.station_transformer_loading
+    if volts is not None and dt is not None:  # the network grid models only
+        loading = float(dt[station - 1])
+        v = float(volts[f["id"] - 1])
+        lines.append(
+            (
+                f"transformer {loading * 100:.0f} % of rating  ·  feeder lowest "
+                f"{v:.3f} p.u.",
+                theme.OVER if dt_overloaded(loading) or v < HT_FLOOR_PU else theme.TEXT,
+                False,
+            )
+        )
     for k, c in enumerate(CHARGERS):
         if st["plugs"][k]:
             lines.append(

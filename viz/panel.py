@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import pygame
 
 from evgrid_core import CHARGERS, KPI_UNITS, get_scenario
+from evgrid_core.observation import HT_FLOOR_PU
 
 from . import theme
 from .chart import Chart, draw_feeder_chart
@@ -51,6 +52,7 @@ KPI_ROWS = (
     ("return", "return", "{:+.1f}"),
 )
 assert all(k in KPI_UNITS for k, _, _ in KPI_ROWS)
+VOLT_COLUMN = 42  # [px] the feeders' lowest voltage, network grid models only
 
 
 @dataclass
@@ -68,6 +70,7 @@ class Panel:
     def __init__(self, rect: pygame.Rect, text: theme.TextCache) -> None:
         self.rect, self.text = rect, text
         self.gauge_rects: dict[int, pygame.Rect] = {}  # feeder id -> bar (tests)
+        self.volt_rects: dict[int, pygame.Rect] = {}  # feeder id -> voltage (tests)
         self.breakdown_rects: list[pygame.Rect] = []  # the reward parts' lines
         self.chart: Chart | None = None
 
@@ -169,7 +172,14 @@ class Panel:
         self._t(surf, "BESCOM 11 kV feeders", (x + 22, y + 1), 13, theme.TEXT, True)
         # What the bars show: the EV share (lighter), the soft limit and 100 %.
         soft = f"{ctrl.soft_limit * 100:.0f} %"
+        volts = ctrl.obs.feeder_min_voltage_pu  # the network grid models only
+        volt_w = 0 if volts is None else VOLT_COLUMN
+        self.volt_rects = {}
         cx = x + w
+        if volts is not None:
+            cx -= self.text.get("min p.u.", 10, theme.TEXT_DIM).get_width()
+            self._t(surf, "min p.u.", (cx, y + 3), 10, theme.TEXT_DIM)
+            cx -= 14
         for label, col in (("100 %", theme.OVER), (soft, theme.WARN)):
             cx -= self.text.get(label, 10, theme.TEXT_DIM).get_width()
             self._t(surf, label, (cx, y + 3), 10, theme.TEXT_DIM)
@@ -179,7 +189,7 @@ class Panel:
         self._t(surf, "EV", (cx, y + 3), 10, theme.TEXT_DIM)
         pygame.draw.rect(surf, ev_tint(theme.OK), (cx - 12, y + 4, 9, 10))
         y += 22
-        bar_x, bar_w = x + 92, w - 92 - 50
+        bar_x, bar_w = x + 92, w - 92 - 50 - volt_w
         shed_kw = ctrl.obs.feeder_shed_kw  # [kW] EV charging the protection shed
         for f in ctrl.state["feeders"]:
             u = f["utilisation"]
@@ -221,8 +231,20 @@ class Panel:
                 else (util_label(u, ctrl.soft_limit), colour)
             )
             self._t(surf, label[0], (bar_x + bar_w + 7, y), 11, label[1], True)
+            if volts is not None:
+                self._volt(surf, float(volts[f["id"] - 1]), x + w, y, f["id"])
             y += 17
         return y
+
+    def _volt(
+        self, surf: pygame.Surface, v: float, right: int, y: int, feeder: int
+    ) -> None:
+        """A feeder's lowest voltage, right-aligned at ``right``: red below the
+        11 kV floor."""
+        low = v < HT_FLOOR_PU
+        img = self.text.get(f"{v:.3f}", 11, theme.OVER if low else theme.TEXT, low)
+        surf.blit(img, (right - img.get_width(), y))
+        self.volt_rects[feeder] = img.get_rect(topright=(right, y))
 
     def _decisions(self, surf, ctrl, x, y, w):  # noqa: ANN001, ANN202
         self._t(surf, "Decisions and reward", (x, y), 13, theme.TEXT, True)

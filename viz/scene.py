@@ -19,6 +19,12 @@ from .sprites import sprite
 HIGHLIGHT_TICKS = 2.0  # a decision's route stays highlighted this many ticks
 
 
+def dt_overloaded(loading: float) -> bool:
+    """A station's distribution transformer above its nameplate kVA (its loading
+    is kVA / rating; the limit in ``docs/grid.md``)."""
+    return loading > 1.0
+
+
 class MapLayer:
     """Everything drawn inside the map rectangle."""
 
@@ -121,8 +127,10 @@ class MapLayer:
         minute = ctrl.display_minute
         self._draw_routes(surf, ctrl, minute)
         highlight = ctrl.choice.station if ctrl.manual else None
+        dt = ctrl.obs.station_transformer_loading  # the network grid models only
         for s, st in enumerate(ctrl.state["stations"]):
-            self._draw_station(surf, s, st, s + 1 in (selected, highlight))
+            over = dt is not None and dt_overloaded(float(dt[s]))
+            self._draw_station(surf, s, st, s + 1 in (selected, highlight), over)
         self._draw_evs(surf, ctrl, minute)
         surf.set_clip(clip)
 
@@ -157,7 +165,12 @@ class MapLayer:
                 pygame.draw.lines(surf, theme.ACCENT, False, pts, 3)
 
     def _draw_station(
-        self, surf: pygame.Surface, s: int, st: dict, selected: bool
+        self,
+        surf: pygame.Surface,
+        s: int,
+        st: dict,
+        selected: bool,
+        dt_over: bool = False,
     ) -> None:
         """One station, drawn once per change of what it shows (cached image)."""
         frac = min(1.0, st["load_kw"] / st["cap_kw"]) if st["cap_kw"] > 0 else 0.0
@@ -169,17 +182,18 @@ class MapLayer:
             sum(st["queue"]),
             st.get("load_shift_until_tick") is not None,
             selected,
+            dt_over,
         )
         img = self._station_images.get(key)
         if img is None:
             if len(self._station_images) > 1000:
                 self._station_images.clear()
-            img = self._station_image(s, st, frac, selected)
+            img = self._station_image(s, st, frac, selected, dt_over)
             self._station_images[key] = img
         surf.blit(img, self._station_boxes[s].topleft)
 
     def _station_image(
-        self, s: int, st: dict, frac: float, selected: bool
+        self, s: int, st: dict, frac: float, selected: bool, dt_over: bool = False
     ) -> pygame.Surface:
         g, lay = self.glyph, self.layout
         box = self._station_boxes[s]
@@ -188,6 +202,8 @@ class MapLayer:
         ox, oy = box.topleft
         c = (round(x) - ox, round(y) - oy)
         ring = theme.feeder_colour(st["feeder"] - 1) if st["open"] else (90, 90, 96)
+        if dt_over:  # its distribution transformer above its rating: a red halo
+            pygame.draw.circle(img, theme.OVER, c, g.arc_r + 6, 3)
         if selected:
             pygame.draw.circle(img, theme.ACCENT, c, g.arc_r + 5, 3)
         pygame.draw.circle(img, (12, 14, 20), c, g.arc_r + 1)
