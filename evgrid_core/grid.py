@@ -20,11 +20,8 @@ lives with the model.
 from __future__ import annotations
 
 import importlib
-import tomllib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
-from importlib.metadata import entry_points
-from pathlib import Path
 from typing import Protocol
 
 import numpy as np
@@ -38,6 +35,7 @@ from .network import (
     station_injections,
     tan_phi,
 )
+from .plugins import entry_point_modules
 from .scenarios import Scenario, TransformerEvent
 from .tables import ScenarioTables
 
@@ -270,23 +268,13 @@ GRID_MODELS: dict[str, GridFactory] = {
     "lindistflow": LinDistFlow,
 }
 # Grid models of layers above the core (the AC reference): entry points of this
-# group, name = module whose import registers the model; the checkout's
-# pyproject.toml is read too, so a checkout not reinstalled since still finds them.
+# group, name = module whose import registers the model (``plugins``).
 PLUGIN_GROUP = "evgrid.grid_models"
-_CHECKOUT_PYPROJECT = Path(__file__).resolve().parents[1] / "pyproject.toml"
 
 
 def plugin_modules() -> dict[str, str]:
-    """name -> module of every grid-model plugin."""
-    found = {ep.name: ep.module for ep in entry_points(group=PLUGIN_GROUP)}
-    if _CHECKOUT_PYPROJECT.is_file():
-        with _CHECKOUT_PYPROJECT.open("rb") as f:
-            project = tomllib.load(f).get("project", {})
-        for name, value in (
-            project.get("entry-points", {}).get(PLUGIN_GROUP, {}).items()
-        ):
-            found.setdefault(name, value.partition(":")[0].strip())
-    return found
+    """name -> module of every grid-model plugin (``plugins``)."""
+    return entry_point_modules(PLUGIN_GROUP)
 
 
 def register_grid_model(name: str, factory: GridFactory) -> None:

@@ -11,11 +11,8 @@ from __future__ import annotations
 
 import importlib
 import threading
-import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass
-from importlib.metadata import entry_points
-from pathlib import Path
 from typing import Protocol
 
 import numpy as np
@@ -25,6 +22,7 @@ from .chargers import CHARGER_KW, CHARGERS, N_KINDS, vehicle_kw
 from .charging import plug_kw
 from .config import DEFAULTS
 from .observation import EVRequest, Observation
+from .plugins import entry_point_modules
 
 
 class Policy(Protocol):
@@ -339,7 +337,6 @@ def make_policy(name: str, **kwargs: object) -> Policy:
 
 # --- Plugins: policies registered by layers above the core ---------------------------
 PLUGIN_GROUP = "evgrid.policies"  # entry points: name = "module that registers it"
-_CHECKOUT_PYPROJECT = Path(__file__).resolve().parents[1] / "pyproject.toml"
 
 
 @dataclass(frozen=True)
@@ -352,21 +349,8 @@ class Plugin:
 
 
 def plugin_modules() -> dict[str, str]:
-    """name -> module of every policy plugin, sorted by name.
-
-    The installed entry points of ``PLUGIN_GROUP``, and those the source checkout's
-    ``pyproject.toml`` declares: the same table read directly, so a checkout run
-    without ``pip install -e .`` since a plugin was added still finds it.
-    """
-    found = {ep.name: ep.module for ep in entry_points(group=PLUGIN_GROUP)}
-    if _CHECKOUT_PYPROJECT.is_file():
-        with _CHECKOUT_PYPROJECT.open("rb") as f:
-            project = tomllib.load(f).get("project", {})
-        for name, value in (
-            project.get("entry-points", {}).get(PLUGIN_GROUP, {}).items()
-        ):
-            found.setdefault(name, value.partition(":")[0].strip())
-    return dict(sorted(found.items()))
+    """name -> module of every policy plugin, sorted by name (``plugins``)."""
+    return entry_point_modules(PLUGIN_GROUP)
 
 
 _plugins: tuple[Plugin, ...] | None = None

@@ -17,8 +17,6 @@ like the optimum's: an episode is done when its summary is written.
 
 from __future__ import annotations
 
-import json
-import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -31,10 +29,7 @@ from evgrid_core import EVGridEnv, Observation
 from evgrid_core.candidates import candidates
 from evgrid_core.trees import TreeEnsemble
 
-from .labels import _recover, check_out_dir
-
-DECISIONS_FILE = "decisions.jsonl"
-EPISODES_FILE = "episodes.jsonl"
+from .labels import DECISIONS_FILE, EPISODES_FILE, episode_runs
 
 
 @dataclass(frozen=True)
@@ -131,12 +126,6 @@ def rollout_runs(
     progress: bool = True,
 ) -> list[dict[str, Any]]:
     """Label every (scenario, seed) not yet in ``out_dir``; the new summaries."""
-    from concurrent.futures import ProcessPoolExecutor, as_completed
-
-    from tqdm import tqdm
-
-    check_out_dir(out_dir)
-    done = _recover(out_dir)
     sha = _sha256(model_path)
     for e in load_records(out_dir / EPISODES_FILE):
         if e.get("model_sha256") != sha or e["look_ahead"] != asdict(look):
@@ -144,32 +133,8 @@ def rollout_runs(
                 f"{out_dir} holds look-ahead labels of another model or look-ahead "
                 f"({e['scenario']} seed {e['seed']}); give another folder or delete it"
             )
-    jobs = [(sc, s) for sc in scenarios for s in seeds if (sc, s) not in done]
-    new: list[dict[str, Any]] = []
-    bar = tqdm(total=len(jobs), unit="episode", file=sys.stderr, disable=not progress)
-
-    def write(rows: list[dict[str, Any]], summary: dict[str, Any]) -> None:
-        with (out_dir / DECISIONS_FILE).open("a") as f:
-            f.writelines(json.dumps(r) + "\n" for r in rows)
-        with (out_dir / EPISODES_FILE).open("a") as f:
-            f.write(json.dumps(summary) + "\n")
-        new.append(summary)
-        bar.set_description(f"{summary['scenario']} s{summary['seed']}")
-        bar.update()
-
-    args = (str(model_path), asdict(look))
-    try:
-        if workers <= 1:
-            for sc, s in jobs:
-                write(*rollout_episode(sc, s, *args))
-        else:
-            with ProcessPoolExecutor(max_workers=workers) as pool:
-                futures = [pool.submit(rollout_episode, sc, s, *args) for sc, s in jobs]
-                for fut in as_completed(futures):
-                    write(*fut.result())
-    finally:
-        bar.close()
-    return new
+    return episode_runs(rollout_episode, (str(model_path), asdict(look)), scenarios,
+                        seeds, out_dir, workers=workers, progress=progress)  # fmt: skip
 
 
 def _sha256(path: Path) -> str:

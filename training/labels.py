@@ -176,11 +176,25 @@ def label_runs(
     require_proven: bool = False,
     progress: bool = True,
 ) -> list[dict[str, Any]]:
-    """Label every (scenario, seed) not yet in ``out_dir``; return the new summaries.
+    """Label every (scenario, seed) not yet in ``out_dir``; return the new summaries."""
+    return episode_runs(label_episode, (settings, require_proven), scenarios, seeds,
+                        out_dir, workers=workers, progress=progress, unit="solve")  # fmt: skip
 
-    ``workers`` > 1 solves in that many processes; rows are written by this one,
-    an episode's rows first, then its summary.
-    """
+
+def episode_runs(
+    work: Any,
+    args: tuple[Any, ...],
+    scenarios: Iterable[str],
+    seeds: Iterable[int],
+    out_dir: Path,
+    *,
+    workers: int = 1,
+    progress: bool = True,
+    unit: str = "episode",
+) -> list[dict[str, Any]]:
+    """``work(scenario, seed, *args) -> (rows, summary)`` for every (scenario, seed)
+    not yet in ``out_dir``; the new summaries. Resumable: ``workers`` > 1 runs that
+    many processes, and this one writes an episode's rows first, then its summary."""
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
     from tqdm import tqdm
@@ -189,7 +203,7 @@ def label_runs(
     done = _recover(out_dir)
     jobs = [(sc, s) for sc in scenarios for s in seeds if (sc, s) not in done]
     new: list[dict[str, Any]] = []
-    bar = tqdm(total=len(jobs), unit="solve", file=sys.stderr, disable=not progress)
+    bar = tqdm(total=len(jobs), unit=unit, file=sys.stderr, disable=not progress)
 
     def write(rows: list[dict[str, Any]], summary: dict[str, Any]) -> None:
         with (out_dir / DECISIONS_FILE).open("a") as f:
@@ -203,13 +217,10 @@ def label_runs(
     try:
         if workers <= 1:
             for sc, s in jobs:
-                write(*label_episode(sc, s, settings, require_proven))
+                write(*work(sc, s, *args))
         else:
             with ProcessPoolExecutor(max_workers=workers) as pool:
-                futures = [
-                    pool.submit(label_episode, sc, s, settings, require_proven)
-                    for sc, s in jobs
-                ]
+                futures = [pool.submit(work, sc, s, *args) for sc, s in jobs]
                 for fut in as_completed(futures):
                     write(*fut.result())
     finally:

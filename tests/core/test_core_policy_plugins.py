@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from evgrid_core import plugins as plugins_module
 from evgrid_core import policies
 from evgrid_core.policies import Plugin, load_plugins, make_policy, policy_names
 
@@ -76,5 +77,5 @@ def test_the_core_own_policies_load_no_plugin(plugins) -> None:
 def test_the_oracle_is_found_installed_or_from_the_checkout(monkeypatch) -> None:
     assert policies.plugin_modules()["oracle"] == "oracle.policy"
     # a checkout not reinstalled since the row was added: pyproject.toml is read
-    monkeypatch.setattr(policies, "entry_points", lambda group: [])
+    monkeypatch.setattr(plugins_module, "entry_points", lambda group: [])
     assert policies.plugin_modules()["oracle"] == "oracle.policy"
