@@ -96,14 +96,13 @@ def run(args: argparse.Namespace) -> int:
     cfg = DistillConfig()
     if args.trees is not None:
         cfg = replace(cfg, n_trees=args.trees)
-    model, report = distill(
-        labels,
-        cfg,
-        scenarios=scenarios,
-        seeds=seeds,
-        validation_seeds=validation,
-        progress=not args.no_progress,
-    )
+
+    def fit(look_ahead_dirs: list[Path]) -> tuple:
+        return distill(labels, cfg, scenarios=scenarios, seeds=seeds,
+                       validation_seeds=validation, look_ahead_dirs=look_ahead_dirs,
+                       progress=not args.no_progress)  # fmt: skip
+
+    model, report = fit([])
     look_dirs: list[Path] = []
     for i in range(args.look_ahead_rounds if look_seeds else 0):
         # Round i+1 plays the last fit; its file names it in the labels folder.
@@ -121,15 +120,7 @@ def run(args: argparse.Namespace) -> int:
             progress=not args.no_progress,
         )
         look_dirs.append(look_dir)
-        model, report = distill(
-            labels,
-            cfg,
-            scenarios=scenarios,
-            seeds=seeds,
-            validation_seeds=validation,
-            look_ahead_dirs=look_dirs,
-            progress=not args.no_progress,
-        )
+        model, report = fit(look_dirs)
     save(model, out)
     print(describe(report))
     print(f"wrote {out} ({out.stat().st_size / 1e6:.2f} MB, {len(model.roots)} trees)")

@@ -29,7 +29,7 @@ from evgrid_core import EVGridEnv, Observation
 from evgrid_core.candidates import candidates
 from evgrid_core.trees import TreeEnsemble
 
-from .labels import DECISIONS_FILE, EPISODES_FILE, episode_runs
+from .labels import DECISIONS_FILE, EPISODES_FILE, episode_runs, replay_rows
 
 
 @dataclass(frozen=True)
@@ -158,21 +158,6 @@ def rollout_states(
     rows: Iterable[dict[str, Any]],
 ) -> Iterator[tuple[Observation, str]]:
     """(observation, label) per row, replaying the answers the model played."""
-    env: EVGridEnv | None = None
-    key: tuple[str, int] | None = None
-    step = 0
-    for r in rows:
-        if (r["scenario"], r["seed"]) != key:
-            key = (r["scenario"], r["seed"])
-            env = EVGridEnv()
-            env.reset(seed=r["seed"], scenario=r["scenario"])
-            step = 0
-        assert env is not None
-        while step < r["step"]:  # steps without a row: no candidate at all
-            env.step("NO_STATION")
-            step += 1
-        if env.done or env.request_id != r["ev"]:
-            raise ValueError(f"{key[0]} seed {key[1]} step {step}: another EV decides")
+    for env, r, _ in replay_rows(rows, gaps=True):
         yield env.observation(), r["action"]
         env.step(r["played"])
-        step += 1

@@ -264,6 +264,22 @@ def label_states(
     returns them); a row whose state or validity the replay does not reproduce
     is an error.
     """
+    for env, r, where in replay_rows(rows, gaps=False):
+        yield env.observation(), r["action"]
+        if env.step(r["action"]).info["valid"] != r["valid"]:
+            raise ValueError(f"{where}: validity differs")
+
+
+def replay_rows(
+    rows: Iterable[dict[str, Any]], *, gaps: bool
+) -> Iterator[tuple[EVGridEnv, dict[str, Any], str]]:
+    """(env in the row's state, row, "scenario seed S step N") per row, one replay an
+    episode; the consumer applies the row's answer before asking for the next.
+
+    Rows of one episode come together, in step order. ``gaps``: a step without a
+    row is a state with no candidate at all, answered ``NO_STATION``; otherwise a
+    missing step is an error. A row whose EV is not the env's request is an error.
+    """
     env: EVGridEnv | None = None
     key: tuple[str, int] | None = None
     for r in rows:
@@ -271,13 +287,12 @@ def label_states(
             key = (r["scenario"], r["seed"])
             env = EVGridEnv()
             env.reset(seed=r["seed"], scenario=r["scenario"])
-            step = 0
         assert env is not None
-        if r["step"] != step or env.done:
-            raise ValueError(f"{key[0]} seed {key[1]}: no row for step {step}")
+        while gaps and env.steps < r["step"] and not env.done:
+            env.step("NO_STATION")
+        if r["step"] != env.steps or env.done:
+            raise ValueError(f"{key[0]} seed {key[1]}: no row for step {env.steps}")
+        where = f"{key[0]} seed {key[1]} step {env.steps}"
         if env.request_id != r["ev"]:
-            raise ValueError(f"{key[0]} seed {key[1]} step {step}: another EV decides")
-        yield env.observation(), r["action"]
-        if env.step(r["action"]).info["valid"] != r["valid"]:
-            raise ValueError(f"{key[0]} seed {key[1]} step {step}: validity differs")
-        step += 1
+            raise ValueError(f"{where}: another EV decides")
+        yield env, r, where
