@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from ._optimum_args import add_optimum_arguments, describe_settings, optimum_settings
+from ._ray_args import add_ray_argument, ray_address
 
 HELP = "compare policies on the same seeds: KPI table with CIs, paired tests, plots"
 
@@ -42,15 +43,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="model file for the policies named oracle* (a GGUF)",
     )
     p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
-    p.add_argument(
-        "--ray",
-        nargs="?",
-        const="local",
-        default=None,
-        metavar="ADDRESS",
-        help="run the episodes as Ray tasks: local Ray, or the cluster at ADDRESS "
-        "(the rl extra; the same records as without)",
-    )
+    add_ray_argument(p, "run the episodes")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
@@ -95,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
     if args.ray:
         from evgrid_rl.ray_runner import run_comparison_ray as runner
 
-        ray_kw = {"address": None if args.ray == "local" else args.ray}
+        ray_kw = {"address": ray_address(args)}
     records = runner(
         policies,
         scenarios,

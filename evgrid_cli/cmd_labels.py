@@ -7,6 +7,7 @@ from pathlib import Path
 
 from ._label_args import add_label_arguments, label_jobs
 from ._optimum_args import add_optimum_arguments, optimum_settings
+from ._ray_args import add_ray_argument, ray_address
 
 HELP = "label training states with the hindsight optimum's decisions (resumable)"
 
@@ -24,15 +25,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="write decisions only for solves proven optimal (others: summary only)",
     )
     add_optimum_arguments(p)
-    p.add_argument(
-        "--ray",
-        nargs="?",
-        const="local",
-        default=None,
-        metavar="ADDRESS",
-        help="solve as Ray tasks (instead of --workers processes): local Ray, or the "
-        "cluster at ADDRESS (the rl extra; the same rows as without)",
-    )
+    add_ray_argument(p, "solve (instead of --workers processes)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
@@ -52,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
             settings=settings,
             require_proven=args.require_proven,
             progress=not args.no_progress,
-            address=None if args.ray == "local" else args.ray,
+            address=ray_address(args),
         )
     else:
         new = label_runs(

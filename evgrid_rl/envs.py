@@ -47,8 +47,7 @@ class MaskedGymEnv(gym.Env):
     def reset(self, *, seed: int | None = None, options: dict | None = None):  # noqa: ANN201
         if seed is not None:
             self._rng = np.random.default_rng(seed)
-        scenario = self.scenarios[int(self._rng.integers(len(self.scenarios)))]
-        ep_seed = int(self._rng.integers(0, HELDOUT_FIRST_SEED))
+        scenario, ep_seed = draw_episode(self._rng, self.scenarios)
         obs, info = self.env.reset(seed=ep_seed, options={"scenario": scenario})
         return self._wrap(obs, info["action_mask"]), {}
 
@@ -62,6 +61,12 @@ class MaskedGymEnv(gym.Env):
         if not m.any():  # the episode has ended: any index, never used
             m[0] = 1.0
         return {"action_mask": m, "observations": obs}
+
+
+def draw_episode(rng: np.random.Generator, scenarios: list[str]) -> tuple[str, int]:
+    """A training episode: a scenario of ``scenarios`` and a seed below the held-out ones."""
+    scenario = scenarios[int(rng.integers(len(scenarios)))]
+    return scenario, int(rng.integers(0, HELDOUT_FIRST_SEED))
 
 
 def make_multi_agent_env(config: dict[str, Any] | None = None):  # noqa: ANN201
@@ -94,8 +99,7 @@ def make_multi_agent_env(config: dict[str, Any] | None = None):  # noqa: ANN201
         def reset(self, *, seed: int | None = None, options: dict | None = None):  # noqa: ANN201
             if seed is not None:
                 self._rng = np.random.default_rng(seed)
-            scenario = self.scenarios[int(self._rng.integers(len(self.scenarios)))]
-            ep_seed = int(self._rng.integers(0, HELDOUT_FIRST_SEED))
+            scenario, ep_seed = draw_episode(self._rng, self.scenarios)
             obs, _ = self.par.reset(seed=ep_seed, options={"scenario": scenario})
             return self._wrap(obs), {}
 
