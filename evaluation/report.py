@@ -153,71 +153,68 @@ def _solver_summary(opt: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def _headline(summary: dict[str, Any], policies: list[str]) -> list[str]:
-    """Return (and % of optimal or bound where known) per policy and scenario."""
+def _policy_table(summary: dict[str, Any], policies: list[str], cell: Any) -> list[str]:
+    """A policy x scenario table; ``cell(row, scenario, policy)`` is a cell's text
+    (None or a missing row: –)."""
     scs = list(summary["scenarios"])
-    labels = sorted(
-        {summary.get("pct_label", {}).get(sc, "% of optimal") for sc in scs}
-    )
-    lines = [f"## Summary of returns ({' or '.join(labels)})", ""]
-    lines.append("| policy | " + " | ".join(f"`{sc}`" for sc in scs) + " |")
-    lines.append("|---|" + "---|" * len(scs))
+    lines = ["| policy | " + " | ".join(f"`{sc}`" for sc in scs) + " |",
+             "|---|" + "---|" * len(scs)]  # fmt: skip
     for pol in policies:
         cells = []
         for sc in scs:
             row = summary["scenarios"][sc].get(pol)
-            if row is None:
-                cells.append("–")
-                continue
-            st = row["stats"]
-            cell = f"{_fmt(st['return']['mean'])} ± {_fmt(st['return']['ci95'])}"
-            if "pct_optimal" in st and pol != OPTIMUM:
-                cell += f" ({_fmt(st['pct_optimal']['mean'])} %)"
-            elif "solver" in row:  # the optimum: its own % when a bound is the scale
-                s = row["solver"]
-                own = summary.get("pct_label", {}).get(sc, "% of optimal")
-                pct = (
-                    ""
-                    if own == "% of optimal"
-                    else f"{_fmt(st['pct_optimal']['mean'])} %; "
-                )
-                cell += f" ({pct}{s['optimal']}/{s['solves']} proven optimal)"
-            cells.append(cell)
+            text = None if row is None else cell(row, sc, pol)
+            cells.append("–" if text is None else text)
         lines.append(f"| {pol} | " + " | ".join(cells) + " |")
-    lines.append("")
-    return lines
+    return lines + [""]
+
+
+def _headline(summary: dict[str, Any], policies: list[str]) -> list[str]:
+    """Return (and % of optimal or bound where known) per policy and scenario."""
+    pct_label = summary.get("pct_label", {})
+    labels = sorted({pct_label.get(sc, "% of optimal") for sc in summary["scenarios"]})
+
+    def cell(row: dict[str, Any], sc: str, pol: str) -> str:
+        st = row["stats"]
+        text = f"{_fmt(st['return']['mean'])} ± {_fmt(st['return']['ci95'])}"
+        if "pct_optimal" in st and pol != OPTIMUM:
+            text += f" ({_fmt(st['pct_optimal']['mean'])} %)"
+        elif "solver" in row:  # the optimum: its own % when a bound is the scale
+            s = row["solver"]
+            own = pct_label.get(sc, "% of optimal")
+            pct = (
+                ""
+                if own == "% of optimal"
+                else f"{_fmt(st['pct_optimal']['mean'])} %; "
+            )
+            text += f" ({pct}{s['optimal']}/{s['solves']} proven optimal)"
+        return text
+
+    return [f"## Summary of returns ({' or '.join(labels)})", ""] + _policy_table(
+        summary, policies, cell
+    )
 
 
 def _glance(summary: dict[str, Any], policies: list[str]) -> list[str]:
     """Per policy and scenario: feeder-minutes over a limit, EVs left uncharged."""
-    scs = list(summary["scenarios"])
-    lines = [
+
+    def cell(row: dict[str, Any], sc: str, pol: str) -> str | None:
+        f = row.get("figures")
+        if not f:
+            return None
+        left = f["gave_up"]["mean"] + f["turned_away"]["mean"]
+        return (
+            f"{_fmt(f['over_feeder_min']['mean'])} · {_fmt(left)} · "
+            f"{_fmt(f['mean_wait_min']['mean'])}"
+        )
+
+    return [
         "## At a glance: the feeders and the EV owners",
         "",
         "Per scenario: feeder-minutes over a limit · EVs left uncharged (gave up or "
         "turned away) · mean wait [min]; mean over seeds.",
         "",
-        "| policy | " + " | ".join(f"`{sc}`" for sc in scs) + " |",
-        "|---|" + "---|" * len(scs),
-    ]
-    for pol in policies:
-        cells = []
-        for sc in scs:
-            row = summary["scenarios"][sc].get(pol)
-            if row is None:
-                cells.append("–")
-                continue
-            f = row.get("figures")
-            if not f:
-                cells.append("–")
-                continue
-            left = f["gave_up"]["mean"] + f["turned_away"]["mean"]
-            cells.append(
-                f"{_fmt(f['over_feeder_min']['mean'])} · {_fmt(left)} · "
-                f"{_fmt(f['mean_wait_min']['mean'])}"
-            )
-        lines.append(f"| {pol} | " + " | ".join(cells) + " |")
-    return lines + [""]
+    ] + _policy_table(summary, policies, cell)
 
 
 def markdown(
