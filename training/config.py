@@ -50,6 +50,13 @@ class DataConfig:
     # Optimum labels (training.oracle_sft): rows of train_seeds train, rows of these
     # [first, last) seeds measure agreement with the optimum (never trained on).
     label_eval_seeds: tuple[int, int] = (0, 0)  # empty: none
+    # States the learner meets but the optimum never shows (queues that build when
+    # a decision is not the optimum's): this policy plays played_seeds [first, last)
+    # of every scenario and each of its decision states becomes a training row with
+    # its own pick as the answer (training.oracle_sft). "": none.
+    played_generator: str = ""
+    played_seeds: tuple[int, int] = (0, 0)
+    played_per_episode: int = 0  # decision states kept per episode; 0: all
 
 
 @dataclass(frozen=True, slots=True)
@@ -248,6 +255,13 @@ def check_config(cfg: TrainConfig) -> None:
     llo, lhi = cfg.data.label_eval_seeds
     if llo < lhi and llo < hi and lo < lhi:
         raise ValueError("data.label_eval_seeds overlaps data.train_seeds")
+    plo, phi = cfg.data.played_seeds
+    if cfg.data.played_generator and not plo < phi:
+        raise ValueError("data.played_seeds is [first, last) with first < last")
+    for name in ("heldout_seeds", "label_eval_seeds"):
+        a, b = getattr(cfg.data, name)
+        if plo < phi and a < b and plo < b and a < phi:
+            raise ValueError(f"data.played_seeds overlaps data.{name}")
     ek, ehi = cfg.eval.kpi_seeds
     if ek < hi and lo < ehi:
         raise ValueError("eval.kpi_seeds overlaps data.train_seeds")

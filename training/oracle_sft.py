@@ -126,8 +126,8 @@ def played_rows(
     per_episode: int,
     teacher: Path | None = None,
 ) -> list[dict[str, Any]]:
-    """States of episodes ``generator`` plays (``per_episode`` each, spread evenly);
-    the answer is the generator's own (not the optimum's)."""
+    """States of episodes ``generator`` plays (``per_episode`` each, spread evenly;
+    0: every decision); the answer is the generator's own (not the optimum's)."""
     from evgrid_core import EVGridEnv, format_action
     from evgrid_core.policies import make_policy
 
@@ -144,8 +144,11 @@ def played_rows(
                 states.append((obs, text, env.steps))
                 env.step(action)
                 obs = env.observation()
-            picks = np.linspace(0, len(states) - 1, per_episode).round().astype(int)
-            for i in sorted(set(picks.tolist())):
+            picks = range(len(states))
+            if per_episode:
+                spread = np.linspace(0, len(states) - 1, per_episode).round()
+                picks = sorted(set(spread.astype(int).tolist()))
+            for i in picks:
                 obs, text, step = states[i]
                 out.append(
                     _row(
@@ -173,17 +176,32 @@ def _cached(path: Path, build: Any) -> list[dict[str, Any]]:
 
 
 def dataset(cfg: TrainConfig, labels_dir: Path) -> dict[str, list[dict[str, Any]]]:
-    """Train rows, held-out optimum rows and held-out played rows (cached in out/data)."""
+    """Train rows (the optimum's, then those of ``data.played_generator``'s own
+    episodes), held-out optimum rows and held-out played rows (cached in out/data)."""
     d, stations = cfg.data, cfg.data.prompt_stations
     data = cfg.out / "data"
     teacher = teacher_path(cfg)
+    played = []
+    if d.played_generator:
+        played = _cached(
+            data / "train_played.jsonl",
+            lambda: played_rows(
+                d.played_generator,
+                d.played_seeds,
+                d.scenarios,
+                stations,
+                d.played_per_episode,
+                teacher,
+            ),
+        )
     return {
         "train": _cached(
             data / "train.jsonl",
             lambda: label_rows(
                 labels_dir, d.train_seeds, d.scenarios, stations, teacher
             ),
-        ),
+        )
+        + played,
         "heldout_optimum": _cached(
             data / "heldout_optimum.jsonl",
             lambda: label_rows(
