@@ -12,6 +12,7 @@ from .env import (
     FLEET_NOOP,
     N_FLEET_ACTIONS,
     N_OPERATOR_ACTIONS,
+    AgentView,
     EVGridParallelEnv,
 )
 
@@ -30,6 +31,7 @@ def aec_env(**kwargs):  # noqa: ANN003, ANN201
 
 __all__ = [
     "FLEET_NOOP",
+    "AgentView",
     "N_FLEET_ACTIONS",
     "N_OPERATOR_ACTIONS",
     "EVGridParallelEnv",

@@ -27,7 +27,9 @@ Observations are ``{"observation": Box, "action_mask": Box(0, 1, int8)}``: the
 Gymnasium wrapper's vector of the city (``evgrid_gym.encode_observation``) with the
 request's own features (the EV, its drive times, its route mask) shown to its owner
 only, then the agent's role, whether it is its turn, its own stations and a one-hot
-of who it is (so one policy can be shared by several agents).
+of who it is (so one policy can be shared by several agents). ``AgentView`` reads
+them, and the masks, from a core ``Observation`` alone: the env and the ``mappo``
+policy (the trained agents acting in the single-agent env) share it.
 """
 
 from __future__ import annotations
@@ -79,8 +81,93 @@ STATIONS_AT = 17  # where the per-station columns start (drive time is column 0)
 ROUTE_MASK = slice(OBS_SIZE - N_ROUTE, OBS_SIZE)
 
 
-def _role_size(roster: Roster) -> int:
-    return 3 + N_STATIONS + len(roster.agents)  # fleet, operator, turn; own; one-hot
+# --- What each agent sees and may do ------------------------------------------------------
+class AgentView:
+    """Each agent's observation and action mask, read from one core ``Observation``.
+
+    The env's own view of the world, and the one ``mappo`` (``evgrid_rl.mappo``)
+    uses to act as the agents in the single-agent env: a pure function of the
+    core's observation and the roster, no state of its own.
+    """
+
+    def __init__(self, roster: Roster) -> None:
+        self.roster = roster
+        # fleet, operator, turn; own stations; one-hot of the agent
+        self.size = OBS_SIZE + 3 + N_STATIONS + len(roster.agents)
+        self._role_rows = {a: self._role_row(a) for a in roster.agents}
+
+    def n_actions(self, agent: str) -> int:
+        if agent in self.roster.fleets:
+            return N_FLEET_ACTIONS
+        if agent in self.roster.operators:
+            return N_OPERATOR_ACTIONS
+        raise ValueError(f"no agent {agent!r}; agents: {', '.join(self.roster.agents)}")
+
+    def owner(self, obs: Observation) -> str | None:
+        """The fleet whose request is being decided (None: no request)."""
+        req = obs.request
+        return self.roster.fleet_of_class(req.klass) if req is not None else None
+
+    def _role_row(self, agent: str) -> np.ndarray:
+        r = self.roster
+        row = np.zeros(self.size - OBS_SIZE, dtype=np.float32)
+        row[0], row[1] = agent in r.fleets, agent in r.operators
+        for s in r.stations_of.get(agent, ()):
+            row[3 + s - 1] = 1.0
+        row[3 + N_STATIONS + r.agents.index(agent)] = 1.0
+        return row
+
+    def mask(self, obs: Observation, agent: str) -> np.ndarray:
+        """(n,) int8: the agent's valid actions in ``obs``."""
+        r = self.roster
+        m = np.zeros(self.n_actions(agent), dtype=np.int8)
+        if agent in r.fleets:
+            if obs.request is not None and self.owner(obs) == agent:
+                m[:FLEET_NOOP] = action_mask(obs)[:FLEET_NOOP]
+                if not m.any():  # no station can take the EV and it cannot wait:
+                    m[FLEET_NOOP] = 1  # any answer strands it; NOOP is the one offered
+            else:
+                m[FLEET_NOOP] = 1
+            return m
+        m[0] = 1
+        if obs.request is not None and obs.load_shifts_left > 0:
+            per_station = N_SHIFT // N_STATIONS
+            for s in r.stations_of[agent]:
+                if not obs.shifted[s - 1]:
+                    m[1 + (s - 1) * per_station : 1 + s * per_station] = 1
+        return m
+
+    def observations(
+        self, obs: Observation, agents: list[str] | tuple[str, ...]
+    ) -> dict[str, dict[str, np.ndarray]]:
+        """``{agent: {"observation", "action_mask"}}`` for ``agents`` in ``obs``."""
+        city = encode_observation(obs)
+        private = city.copy()
+        private[REQUEST] = 0.0
+        private[STATIONS_AT : STATIONS_AT + N_STATIONS * PER_STATION : PER_STATION] = (
+            0.0
+        )
+        private[ROUTE_MASK] = 0.0
+        owner = self.owner(obs)
+        out = {}
+        for a in agents:
+            role = self._role_rows[a].copy()
+            role[2] = a == owner or (a in self.roster.operators and owner is not None)
+            vec = np.concatenate([city if a == owner else private, role])
+            out[a] = {
+                "observation": vec.astype(np.float32),
+                "action_mask": self.mask(obs, a),
+            }
+        return out
+
+    def operator_shift(self, op: str, a: int) -> LoadShift | None:
+        """Operator ``op``'s LOAD_SHIFT for index ``a``; None for NOOP, an index out
+        of range or another operator's station."""
+        if not 1 <= a < N_OPERATOR_ACTIONS:
+            return None
+        shift = decode_action(N_ROUTE + N_DEFER + a - 1, 0)
+        assert isinstance(shift, LoadShift)
+        return shift if shift.station in self.roster.stations_of[op] else None
 
 
 class EVGridParallelEnv(ParallelEnv):
@@ -104,8 +191,8 @@ class EVGridParallelEnv(ParallelEnv):
         self.agents: list[str] = []
         self._obs: Observation | None = None
         self._rng = np.random.default_rng()
-        self._size = OBS_SIZE + _role_size(self.roster)
-        self._role_rows = {a: self._role_row(a) for a in self.possible_agents}
+        self.view = AgentView(self.roster)
+        self._size = self.view.size
         both = {a: self._spaces(a) for a in self.possible_agents}
         self._obs_spaces = {a: o for a, (o, _) in both.items()}  # one object per agent
         self._act_spaces = {a: d for a, (_, d) in both.items()}
@@ -130,13 +217,7 @@ class EVGridParallelEnv(ParallelEnv):
         return obs, spaces.Discrete(n)
 
     def _n_actions(self, agent: str) -> int:
-        if agent in self.roster.fleets:
-            return N_FLEET_ACTIONS
-        if agent in self.roster.operators:
-            return N_OPERATOR_ACTIONS
-        raise ValueError(
-            f"no agent {agent!r}; agents: {', '.join(self.possible_agents)}"
-        )
+        return self.view.n_actions(agent)
 
     # --- Episode ------------------------------------------------------------------------
     def reset(
@@ -182,7 +263,7 @@ class EVGridParallelEnv(ParallelEnv):
             a = int(actions.get(op, 0))
             if a == 0:
                 continue
-            shift = self._operator_shift(op, a)
+            shift = self.view.operator_shift(op, a)
             if shift is None or not core.validate(shift)[0]:
                 refused[op].append(a)
                 continue
@@ -239,71 +320,15 @@ class EVGridParallelEnv(ParallelEnv):
             return -weight * (ev["arrive_minute"] - ev["depart_minute"])
         return 0.0
 
-    def _operator_shift(self, op: str, a: int) -> LoadShift | None:
-        """The operator's LOAD_SHIFT for index ``a``; None for another's station."""
-        if not 1 <= a < N_OPERATOR_ACTIONS:
-            return None
-        shift = decode_action(N_ROUTE + N_DEFER + a - 1, 0)
-        assert isinstance(shift, LoadShift)
-        return shift if shift.station in self.roster.stations_of[op] else None
-
     # --- Observations, masks ------------------------------------------------------------
-    def _role_row(self, agent: str) -> np.ndarray:
-        r = self.roster
-        row = np.zeros(_role_size(r), dtype=np.float32)
-        row[0], row[1] = agent in r.fleets, agent in r.operators
-        for s in r.stations_of.get(agent, ()):
-            row[3 + s - 1] = 1.0
-        row[3 + N_STATIONS + r.agents.index(agent)] = 1.0
-        return row
-
     def mask(self, agent: str) -> np.ndarray:
         """(n,) int8: the agent's valid actions now."""
-        obs, r = self._obs, self.roster
-        assert obs is not None
-        n = self._n_actions(agent)
-        m = np.zeros(n, dtype=np.int8)
-        if agent in r.fleets:
-            if obs.request is not None and r.fleet_of_class(obs.request.klass) == agent:
-                m[:FLEET_NOOP] = action_mask(obs)[:FLEET_NOOP]
-                if not m.any():  # no station can take the EV and it cannot wait:
-                    m[FLEET_NOOP] = 1  # any answer strands it; NOOP is the one offered
-            else:
-                m[FLEET_NOOP] = 1
-            return m
-        m[0] = 1
-        if obs.request is not None and obs.load_shifts_left > 0:
-            per_station = N_SHIFT // N_STATIONS
-            for s in r.stations_of[agent]:
-                if not obs.shifted[s - 1]:
-                    m[1 + (s - 1) * per_station : 1 + s * per_station] = 1
-        return m
+        assert self._obs is not None
+        return self.view.mask(self._obs, agent)
 
     def _observations(self) -> dict[str, dict[str, np.ndarray]]:
-        obs = self._obs
-        assert obs is not None
-        city = encode_observation(obs)
-        private = city.copy()
-        private[REQUEST] = 0.0
-        private[STATIONS_AT : STATIONS_AT + N_STATIONS * PER_STATION : PER_STATION] = (
-            0.0
-        )
-        private[ROUTE_MASK] = 0.0
-        owner = (
-            self.roster.fleet_of_class(obs.request.klass)
-            if obs.request is not None
-            else None
-        )
-        out = {}
-        for a in self.agents:
-            role = self._role_rows[a].copy()
-            role[2] = a == owner or (a in self.roster.operators and owner is not None)
-            vec = np.concatenate([city if a == owner else private, role])
-            out[a] = {
-                "observation": vec.astype(np.float32),
-                "action_mask": self.mask(a),
-            }
-        return out
+        assert self._obs is not None
+        return self.view.observations(self._obs, self.agents)
 
     def _info(self, agent: str, extra: dict[str, Any]) -> dict[str, Any]:
         return {**extra, "action_mask": self.mask(agent)}

@@ -27,20 +27,24 @@ SHIPPED_WEIGHTS = Path(__file__).parent / "data" / "ppo_gym.npz"
 
 class ActorMLP:
     """``W0, b0, W1, b1, ...`` (torch's ``Linear`` layout: out x in): tanh between
-    layers, none after the last (the logits)."""
+    layers, none after the last (the logits). ``prefix`` picks one actor of a file
+    holding several (``mappo.npz``: ``fleet.W0``, ``operator.W0``...)."""
 
-    def __init__(self, path: Path) -> None:
-        with np.load(path) as z:
-            n = sum(1 for k in z.files if k.startswith("W"))
+    def __init__(self, path: Path, prefix: str = "") -> None:
+        with np.load(path, allow_pickle=False) as z:  # plain arrays, never pickles
+            n = sum(1 for k in z.files if k.startswith(f"{prefix}W"))
             self.layers = [
-                (z[f"W{i}"].astype(np.float64), z[f"b{i}"].astype(np.float64))
+                (
+                    z[f"{prefix}W{i}"].astype(np.float64),
+                    z[f"{prefix}b{i}"].astype(np.float64),
+                )
                 for i in range(n)
             ]
             self.meta: dict[str, Any] = (
                 json.loads(str(z["meta"])) if "meta" in z else {}
             )
         if not self.layers:
-            raise ValueError(f"{path}: no layers")
+            raise ValueError(f"{path}: no layers{f' for {prefix!r}' if prefix else ''}")
 
     def logits(self, x: np.ndarray) -> np.ndarray:
         h = np.asarray(x, dtype=np.float64)

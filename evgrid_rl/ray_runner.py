@@ -164,13 +164,13 @@ def label_runs_ray(
     from training.labels import (
         DECISIONS_FILE,
         EPISODES_FILE,
-        _recover,
         check_out_dir,
         label_episode,
+        recover_runs,
     )
 
     check_out_dir(out_dir)
-    done = _recover(out_dir)
+    done = recover_runs(out_dir)
     jobs = [(sc, s) for sc in scenarios for s in seeds if (sc, s) not in done]
     new: list[dict[str, Any]] = []
     if not jobs:

@@ -5,9 +5,10 @@ Gymnasium env; minutes on 1 CPU), ``cpu-marl-small`` (multi-agent PPO on the
 PettingZoo env, one policy shared by the fleets and one by the operators, or one
 per agent with ``--policies separate``), and ``cluster`` / ``cluster-marl`` (the
 same, sized for a Ray cluster: many env runners, large batches). Each run writes
-``curve.csv`` and ``curve.png`` (mean episode return per iteration) and, for the
-single-agent env, ``ppo_gym.npz``: the policy's weights for the ``ppo`` policy
-(``evgrid_rl.policy``; numpy, no torch).
+``curve.csv`` and ``curve.png`` (mean episode return per iteration) and the
+actors' weights as plain numpy arrays: ``ppo_gym.npz`` (single agent) for the
+``ppo`` policy (``evgrid_rl.policy``), ``mappo.npz`` (multi-agent: one actor per
+module) for the ``mappo`` policy (``evgrid_rl.mappo``); neither needs torch.
 """
 
 from __future__ import annotations
@@ -69,7 +70,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--preset", default="cpu-small", choices=sorted(PRESETS))
     p.add_argument("--out", default="runs/ppo", help="folder for the curve and weights")
-    p.add_argument("--iterations", type=int, default=None, help="override the preset")
+    p.add_argument(
+        "--iterations",
+        type=int,
+        default=None,
+        help="override the preset (0: export the untrained actors, a baseline)",
+    )
     p.add_argument("--policies", choices=("shared", "separate"), default=None)
     p.add_argument("--address", default=None, help="a Ray cluster (default: local)")
     return p.parse_args(argv)
@@ -116,17 +122,11 @@ def build_config(preset: Preset) -> Any:
             rl_module_spec=spec
         )
     register_env("evgrid_marl", make_multi_agent_env)
-    env = make_multi_agent_env(env_config)
-    if preset.policies == "shared":
-        ids = {"fleet", "operator"} & {a.split("_")[0] for a in env.possible_agents}
+    module_of = modules_of(preset)
+    ids = set(module_of.values())
 
-        def mapping(agent_id: str, *args: Any, **kwargs: Any) -> str:
-            return agent_id.split("_")[0]
-    else:
-        ids = set(env.possible_agents)
-
-        def mapping(agent_id: str, *args: Any, **kwargs: Any) -> str:
-            return agent_id
+    def mapping(agent_id: str, *args: Any, **kwargs: Any) -> str:
+        return module_of[agent_id]
 
     return (
         config.environment("evgrid_marl", env_config=env_config)
@@ -137,20 +137,52 @@ def build_config(preset: Preset) -> Any:
     )
 
 
+def modules_of(preset: Preset) -> dict[str, str]:
+    """Multi-agent: each agent's RLlib module (policy): ``shared``, one per role
+    (``fleet``, ``operator``); ``separate``, one per agent."""
+    from evgrid_marl import make_roster
+
+    agents = make_roster("both").agents
+    if preset.policies == "shared":
+        return {a: a.split("_")[0] for a in agents}
+    return {a: a for a in agents}
+
+
 # --- Weights out (numpy) -------------------------------------------------------------------
-def export_actor(module: Any, path: Path, meta: dict[str, Any]) -> None:
+def _actor_arrays(module: Any, prefix: str = "") -> tuple[dict[str, np.ndarray], list]:
     """The actor's layers (its encoder's MLP, then the pi head; torch's ``Linear``
-    layout) as ``W0, b0, W1, ...`` and ``meta`` (JSON), for ``evgrid_rl.policy``."""
+    layout) as ``{prefix}W0, {prefix}b0, ...``, and the module's names for them."""
     state = module.state_dict()
     actor = ("encoder.actor_encoder.", "encoder.encoder.", "pi.")  # own or shared
     keys = [k for k in state if k.startswith(actor) and k.endswith(".weight")]
-    arrays: dict[str, np.ndarray] = {
-        "meta": np.array(json.dumps({**meta, "layers": keys}))
-    }
+    arrays: dict[str, np.ndarray] = {}
     for i, k in enumerate(keys):
         bias = k[: -len("weight")] + "bias"
-        arrays[f"W{i}"] = state[k].detach().cpu().numpy().astype(np.float32)
-        arrays[f"b{i}"] = state[bias].detach().cpu().numpy().astype(np.float32)
+        arrays[f"{prefix}W{i}"] = state[k].detach().cpu().numpy().astype(np.float32)
+        arrays[f"{prefix}b{i}"] = state[bias].detach().cpu().numpy().astype(np.float32)
+    return arrays, keys
+
+
+def export_actor(module: Any, path: Path, meta: dict[str, Any]) -> None:
+    """One actor as ``W0, b0, W1, ...`` and ``meta`` (JSON), for ``evgrid_rl.policy``:
+    plain arrays, ``np.load(allow_pickle=False)`` reads them."""
+    arrays, keys = _actor_arrays(module)
+    arrays["meta"] = np.array(json.dumps({**meta, "layers": keys}))
+    np.savez_compressed(path, **arrays)
+
+
+def export_actors(
+    modules: dict[str, Any], module_of: dict[str, str], path: Path, meta: dict[str, Any]
+) -> None:
+    """Several actors (multi-agent) as ``{module}.W0, {module}.b0, ...`` and ``meta``
+    with ``module_of`` (agent -> module), for ``evgrid_rl.mappo``."""
+    arrays: dict[str, np.ndarray] = {}
+    layers = {}
+    for mid, module in sorted(modules.items()):
+        a, layers[mid] = _actor_arrays(module, f"{mid}.")
+        arrays.update(a)
+    full = {**meta, "module_of": module_of, "layers": layers}
+    arrays["meta"] = np.array(json.dumps(full))
     np.savez_compressed(path, **arrays)
 
 
@@ -187,25 +219,36 @@ def train(
             "return_mean": float(runners.get("episode_return_mean", float("nan"))),
             "seconds": round(time.time() - t0, 1),
         }
+        if preset.env == "marl":  # each module's (role's) share of the return
+            per = runners.get("module_episode_returns_mean", {})
+            for mid in sorted(set(modules_of(preset).values())):
+                row[f"return_{mid}"] = float(per.get(mid, float("nan")))
         curve.append(row)
         print(json.dumps(row), flush=True)
-    with (out / "curve.csv").open("w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(curve[0]))
-        w.writeheader()
-        w.writerows(curve)
-    plot_curve(curve, out / "curve.png", title=f"PPO {preset.name}")
+        with (out / "curve.csv").open("w", newline="") as f:  # so far, every iteration
+            w = csv.DictWriter(f, fieldnames=list(curve[0]))
+            w.writeheader()
+            w.writerows(curve)
+    if curve:  # --iterations 0: the actors as built, untrained (a baseline)
+        plot_curve(curve, out / "curve.png", title=f"PPO {preset.name}")
     (out / "preset.json").write_text(json.dumps(asdict(preset), indent=1) + "\n")
+    meta = {
+        "preset": preset.name,
+        "hidden": list(preset.hidden),
+        "iterations": preset.iterations,
+        "env_steps": curve[-1]["env_steps"] if curve else 0.0,
+        "seed": preset.seed,
+        "seconds": curve[-1]["seconds"] if curve else 0.0,
+    }
     if preset.env == "gym":
-        module = algo.get_module()
-        export_actor(
-            module,
-            out / "ppo_gym.npz",
-            {
-                "preset": preset.name,
-                "hidden": list(preset.hidden),
-                "iterations": preset.iterations,
-                "env_steps": curve[-1]["env_steps"],
-            },
+        export_actor(algo.get_module(), out / "ppo_gym.npz", meta)
+    else:
+        module_of = modules_of(preset)
+        export_actors(
+            {m: algo.get_module(m) for m in set(module_of.values())},
+            module_of,
+            out / "mappo.npz",
+            {**meta, "roles": "both", "policies": preset.policies},
         )
     algo.stop()
     return curve

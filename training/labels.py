@@ -148,8 +148,11 @@ def label_episode(
 
 
 # --- Many episodes, resumable ---------------------------------------------------------
-def _recover(out_dir: Path) -> set[tuple[str, int]]:
-    """Done episodes; rewrites the files without torn lines and orphaned rows."""
+def recover_runs(out_dir: Path) -> set[tuple[str, int]]:
+    """The (scenario, seed) episodes already done in ``out_dir``, after rewriting its
+    files without torn lines and without rows of an episode whose summary is missing
+    (a run killed mid-write). Every resumable labelling runner calls it first
+    (``episode_runs`` here, ``evgrid_rl.ray_runner.label_runs_ray``)."""
     ep_path, dec_path = out_dir / EPISODES_FILE, out_dir / DECISIONS_FILE
     episodes = load_records(ep_path)
     done = {(e["scenario"], e["seed"]) for e in episodes}
@@ -200,7 +203,7 @@ def episode_runs(
     from tqdm import tqdm
 
     check_out_dir(out_dir)
-    done = _recover(out_dir)
+    done = recover_runs(out_dir)
     jobs = [(sc, s) for sc in scenarios for s in seeds if (sc, s) not in done]
     new: list[dict[str, Any]] = []
     bar = tqdm(total=len(jobs), unit=unit, file=sys.stderr, disable=not progress)

@@ -26,6 +26,7 @@ def test_ray_runner_without_ray_says_how_to_install_it() -> None:
 def test_importing_the_layers_loads_no_ray_or_torch() -> None:
     res = _run(
         "import sys, evgrid_rl, evgrid_rl.ray_runner, evgrid_rl.policy, evgrid_marl\n"
+        "import evgrid_rl.mappo\n"
         "print(sorted(m for m in ('ray', 'torch') if m in sys.modules))"
     )
     assert res.returncode == 0 and res.stdout.strip() == "[]", res.stderr

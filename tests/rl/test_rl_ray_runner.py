@@ -55,6 +55,22 @@ def test_compare_ray_resumes_to_the_same_file(local_ray, tmp_path: Path) -> None
     assert on_ray == single
 
 
+def test_cli_compare_ray_writes_the_same_files(local_ray, tmp_path: Path) -> None:
+    # `evgrid compare --ray` (the CLI, the Ray started above) = `evgrid compare`:
+    # the records, the summary and the report, byte for byte.
+    from evgrid_cli.main import main
+
+    args = ["compare", "--policies", "greedy_eta,nearest,mappo", "--scenarios",
+            "evening_peak", "--episodes", "2", "--seed", "900000", "--no-plots",
+            "--no-progress", "--reference", "greedy_eta"]  # fmt: skip
+    assert main([*args, "--out", str(tmp_path / "single")]) == 0
+    assert main([*args, "--out", str(tmp_path / "ray"), "--ray"]) == 0
+    for name in (EPISODES_FILE, "summary.json", "report.md"):
+        a = (tmp_path / "single" / name).read_bytes()
+        assert (tmp_path / "ray" / name).read_bytes() == a, name
+    assert len(a) > 0 and b"mappo" in (tmp_path / "ray" / EPISODES_FILE).read_bytes()
+
+
 def _without_wall_clock(path: Path) -> list[dict]:
     rows = [json.loads(ln) for ln in path.read_text().splitlines()]
     return [{k: v for k, v in r.items() if k not in WALL_CLOCK} for r in rows]
