@@ -29,9 +29,9 @@ os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")
 import pygame  # noqa: E402
 
 from evgrid_core import DEFAULT_SCENARIO  # noqa: E402
-from viz.controller import Controller  # noqa: E402
-from viz.recorder import Recorder  # noqa: E402
-from viz.view import CityView  # noqa: E402
+from evgrid_render.controller import Controller  # noqa: E402
+from evgrid_render.recorder import Recorder  # noqa: E402
+from evgrid_render.view import CityView  # noqa: E402
 
 
 def busiest(policy: str, seed: int) -> tuple[int, int]:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Callable
 
 from fastapi import FastAPI
 from openenv.core.env_server.http_server import create_app
@@ -96,12 +97,17 @@ def build_app(
     return app
 
 
-def serve(args: argparse.Namespace) -> int:
-    """Run uvicorn until interrupted."""
+AppExtension = Callable[[FastAPI], FastAPI]  # e.g. server.py mounting the web page
+
+
+def serve(args: argparse.Namespace, extend: AppExtension | None = None) -> int:
+    """Run uvicorn until interrupted; ``extend`` adds routes to the app first."""
     import uvicorn
 
     check_serve_args(args)
     app = build_app(args.max_sessions, args.session_timeout, args.allowed_origins)
+    if extend is not None:
+        app = extend(app)
     uvicorn.run(
         app,
         host=args.host,
@@ -112,7 +118,7 @@ def serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, extend: AppExtension | None = None) -> int:
     """``python server.py``: bad options are a clean error (exit 2), as in the CLI."""
     args = parse_args(argv)
     try:
@@ -120,4 +126,4 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as e:
         print(f"server.py: error: {e}", file=sys.stderr)
         return 2
-    return serve(args)
+    return serve(args, extend)

@@ -10,8 +10,10 @@ ROOT = Path(__file__).resolve().parents[1]
 
 # --- The table ---------------------------------------------------------------------------
 # Each layer (a package, or a top-level script by its module name) and the other
-# layers of ours it may import. Front ends (viz, evgrid_openenv, evgrid_gym, main,
-# server) import the core and nothing beside it; a policy living above the core
+# layers of ours it may import. Front ends (viz, evgrid_web, evgrid_openenv,
+# evgrid_gym, main, server) import the core and nothing beside it but the city
+# view's shared drawing (evgrid_render), and never one another, save that server.py
+# mounts the web page on the OpenEnv app; a policy living above the core
 # (oracle) reaches every front end through the core's registry (the
 # `evgrid.policies` entry points), never by an import.
 ALLOWED: dict[str, frozenset[str]] = {
@@ -22,8 +24,12 @@ ALLOWED: dict[str, frozenset[str]] = {
     # Training labels states with the optimum (evaluation) and trains, exports and
     # evaluates the Oracle's own prompt, grammar and runtime (oracle).
     "training": frozenset({"evgrid_core", "evaluation", "oracle"}),
+    # The city view's drawing and episode driver, shared by the two front ends that
+    # show the city (the desktop window, the web page), which never import each other.
+    "evgrid_render": frozenset({"evgrid_core"}),
     # Front ends.
-    "viz": frozenset({"evgrid_core"}),
+    "viz": frozenset({"evgrid_core", "evgrid_render"}),
+    "evgrid_web": frozenset({"evgrid_core", "evgrid_render"}),  # the Space's page
     "evgrid_openenv": frozenset({"evgrid_core"}),
     "evgrid_gym": frozenset({"evgrid_core"}),
     # The AC power-flow reference (pandapower): a grid model registered in the
@@ -37,7 +43,8 @@ ALLOWED: dict[str, frozenset[str]] = {
         {"evgrid_core", "evgrid_gym", "evgrid_marl", "evaluation", "training"}
     ),
     "main": frozenset({"viz"}),  # main.py: the city view's entry point
-    "server": frozenset({"evgrid_openenv"}),  # server.py: the server's entry point
+    # server.py: the Space's entry point, the OpenEnv server with the page mounted.
+    "server": frozenset({"evgrid_openenv", "evgrid_web"}),
     # The console script is the one door to the rest: each `evgrid` command hands
     # its work to the package that owns it (compare/optimum -> evaluation,
     # labels/distill/train -> training, serve -> evgrid_openenv). Nothing imports
@@ -125,6 +132,9 @@ def test_the_checker_finds_forbidden_arrows(tmp_path: Path) -> None:
         "training/__main__.py": "from evgrid_cli.cmd_train import run\n",
         # front end to front end
         "evgrid_openenv/app.py": "from evgrid_gym import EVGridGymEnv\n",
+        "evgrid_web/page.py": "from viz.app import handle_key\n",
+        # the shared renderer reaching up into a front end that uses it
+        "evgrid_render/view.py": "def f():\n    import evgrid_web\n",
         # allowed: the CLI's command delegating to training; a relative import
         "evgrid_cli/cmd_train.py": "from training.cli import run\nfrom . import main\n",
     }
@@ -134,6 +144,8 @@ def test_the_checker_finds_forbidden_arrows(tmp_path: Path) -> None:
     assert forbidden_arrows(tmp_path) == [
         "evgrid_core/policies.py imports viz",
         "evgrid_openenv/app.py imports evgrid_gym",
+        "evgrid_render/view.py imports evgrid_web",
+        "evgrid_web/page.py imports viz",
         "training/__main__.py imports evgrid_cli",
         "viz/controller.py imports oracle",
     ]

@@ -162,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
         os.environ["SDL_VIDEODRIVER"] = "dummy"
     import pygame
 
-    from .controller import Controller
+    from evgrid_render.controller import Controller
 
     try:
         ctrl = Controller(
@@ -202,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _record_path(ctrl, arg: str | None) -> Path:  # noqa: ANN001
-    from .recorder import default_path
+    from evgrid_render.recorder import default_path
 
     return (
         Path(arg) if arg else default_path(ctrl.scenario, ctrl.policy_name, ctrl.seed)
@@ -215,8 +215,8 @@ def record(ctrl, args: argparse.Namespace) -> int:  # noqa: ANN001
     import pygame
     from tqdm import tqdm
 
-    from .recorder import Recorder
-    from .view import CityView
+    from evgrid_render.recorder import Recorder, film, skip_to_tick
+    from evgrid_render.view import CityView
 
     screen = pygame.display.set_mode(args.size)
     ctrl.manual = False
@@ -225,21 +225,21 @@ def record(ctrl, args: argparse.Namespace) -> int:  # noqa: ANN001
     first = min(args.start_tick, total - 1)
     n_ticks = total - first if args.ticks is None else min(args.ticks, total - first)
     n_frames = n_ticks * args.frames_per_tick
-    sub = ctrl.tick_minutes / args.frames_per_tick
-    while not ctrl.done and ctrl.env_minute < first * ctrl.tick_minutes:
-        ctrl.display_minute = ctrl.env_minute  # decide, unfilmed, up to the start
-        ctrl.poll(block=True)
+    skip_to_tick(ctrl, first)  # decide, unfilmed, up to the start
     offset = first * args.frames_per_tick
     path = _record_path(ctrl, args.record)
     rec = Recorder(path, args.size, fps=args.fps)
-    view.flags.recording = True
+    frames = range(offset, offset + n_frames)
     try:
-        for k in tqdm(range(n_frames), desc="recording", unit="frame", file=sys.stderr):
-            ctrl.display_minute = (offset + k) * sub
-            ctrl.poll(block=True)
-            view.render(screen)
-            rec.add(screen)
-            pygame.event.pump()
+        film(
+            ctrl,
+            view,
+            screen,
+            rec,
+            tqdm(frames, desc="recording", unit="frame", file=sys.stderr),
+            args.frames_per_tick,
+            after_frame=pygame.event.pump,
+        )
     finally:
         rec.close()
     if args.screenshot:
@@ -256,8 +256,8 @@ def record(ctrl, args: argparse.Namespace) -> int:  # noqa: ANN001
 def live(ctrl, args: argparse.Namespace, screen) -> int:  # noqa: ANN001
     import pygame
 
-    from .recorder import Recorder
-    from .view import CityView
+    from evgrid_render.recorder import Recorder
+    from evgrid_render.view import CityView
 
     view = CityView(ctrl, args.size)
     view.flags.speed = args.speed

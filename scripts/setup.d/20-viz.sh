@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The city view. MODE=main: nothing beyond the core install (pygame-ce, imageio,
-# imageio-ffmpeg with its own ffmpeg; the font ships in viz/fonts/); MODE=test adds
-# Xvfb, xdotool and ImageMagick for the real-window test.
+# imageio-ffmpeg with its own ffmpeg; the font ships in evgrid_render/fonts/);
+# MODE=test adds Xvfb, xdotool and ImageMagick for the real-window test.
 set -euo pipefail
 if [ "$MODE" = test ]; then
     need=()

@@ -64,18 +64,23 @@ def test_unknown_policy_is_a_clean_error():
     assert "unknown policy 'nope'" in res.stderr and "Traceback" not in res.stderr
 
 
-def test_viz_imports_only_the_core_and_its_own_libraries():
-    allowed = {
-        "evgrid_core",
-        "oracle",
-        "viz",
-        "pygame",
-        "numpy",
-        "imageio_ffmpeg",
-        "tqdm",
-    }
+@pytest.mark.parametrize(
+    "package, allowed",
+    [
+        # The desktop window: the shared renderer, pygame, tqdm for --record.
+        ("viz", {"evgrid_core", "evgrid_render", "viz", "pygame", "tqdm"}),
+        # The shared renderer and episode driver.
+        (
+            "evgrid_render",
+            {"evgrid_core", "evgrid_render", "pygame", "numpy", "imageio_ffmpeg"},
+        ),
+    ],
+)
+def test_city_view_packages_import_only_the_core_and_their_libraries(
+    package: str, allowed: set[str]
+) -> None:
     stdlib = set(sys.stdlib_module_names) | {"__future__"}
-    for path in sorted((ROOT / "viz").glob("*.py")):
+    for path in sorted((ROOT / package).glob("*.py")):
         for node in ast.walk(ast.parse(path.read_text())):
             names = []
             if isinstance(node, ast.Import):
@@ -88,7 +93,7 @@ def test_viz_imports_only_the_core_and_its_own_libraries():
 
 
 def test_the_controller_runs_without_pygame():
-    code = "import sys, viz.controller as c; k = c.Controller('evening_peak', 0, 'nearest', threaded=False); k.poll(block=True); assert k.env.steps > 0; assert 'pygame' not in sys.modules"
+    code = "import sys, evgrid_render.controller as c; k = c.Controller('evening_peak', 0, 'nearest', threaded=False); k.poll(block=True); assert k.env.steps > 0; assert 'pygame' not in sys.modules"
     res = subprocess.run(
         [sys.executable, "-c", code],
         cwd=ROOT,
@@ -132,7 +137,7 @@ def test_bad_record_paths_are_one_line_errors(tmp_path, make, message):
 
 def test_the_recorder_makes_no_folder_outside_recordings(tmp_path):
     pygame = pytest.importorskip("pygame")
-    from viz.recorder import Recorder
+    from evgrid_render.recorder import Recorder
 
     with pytest.raises(FileNotFoundError, match="does not exist"):
         Recorder(tmp_path / "a" / "b" / "x.mp4", (64, 64))

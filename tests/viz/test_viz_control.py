@@ -14,9 +14,9 @@ import pytest  # noqa: E402
 
 import evgrid_core.policies as policies  # noqa: E402
 from evgrid_core import ChargerKind, Route  # noqa: E402
+from evgrid_render.controller import Controller  # noqa: E402
+from evgrid_render.view import CityView  # noqa: E402
 from viz.app import handle_key  # noqa: E402
-from viz.controller import Controller  # noqa: E402
-from viz.view import CityView  # noqa: E402
 
 
 @pytest.fixture

@@ -5,9 +5,9 @@ import math
 import pytest
 
 from evgrid_core import load_city
-from viz import basemap_data as bm
-from viz.motion import RouteBook, ev_position, travel_fraction
-from viz.projection import KM_PER_DEG_LAT, fit
+from evgrid_render import basemap_data as bm
+from evgrid_render.motion import RouteBook, ev_position, travel_fraction
+from evgrid_render.projection import KM_PER_DEG_LAT, fit
 
 
 def test_one_km_is_the_same_length_east_and_north():

@@ -15,12 +15,12 @@ import pygame  # noqa: E402
 import pytest  # noqa: E402
 
 from evgrid_core.observation import HT_FLOOR_PU  # noqa: E402
-from viz import theme  # noqa: E402
+from evgrid_render import theme  # noqa: E402
+from evgrid_render.controller import Controller  # noqa: E402
+from evgrid_render.panel import Panel  # noqa: E402
+from evgrid_render.scene import MapLayer  # noqa: E402
+from evgrid_render.view import CityView  # noqa: E402
 from viz.app import parse_args  # noqa: E402
-from viz.controller import Controller  # noqa: E402
-from viz.panel import Panel  # noqa: E402
-from viz.scene import MapLayer  # noqa: E402
-from viz.view import CityView  # noqa: E402
 
 SIZE = (1280, 720)
 

@@ -12,13 +12,13 @@ os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
 import pygame  # noqa: E402
 import pytest  # noqa: E402
 
-from viz import theme  # noqa: E402
+from evgrid_render import theme  # noqa: E402
+from evgrid_render.chart import chart_range, hour_ticks  # noqa: E402
+from evgrid_render.controller import Controller, Decision  # noqa: E402
+from evgrid_render.labels import Item, place  # noqa: E402
+from evgrid_render.panel import util_label  # noqa: E402
+from evgrid_render.view import CityView  # noqa: E402
 from viz.app import handle_key  # noqa: E402
-from viz.chart import chart_range, hour_ticks  # noqa: E402
-from viz.controller import Controller, Decision  # noqa: E402
-from viz.labels import Item, place  # noqa: E402
-from viz.panel import util_label  # noqa: E402
-from viz.view import CityView  # noqa: E402
 
 SIZES = [(1280, 720), (1024, 600), (1920, 1080)]
 
@@ -163,7 +163,7 @@ def test_manual_header_shows_the_ev_tab_selected(screen):
     second = next(e for e in ctrl.state["evs"] if e["id"] == pending[1])
     assert ctrl.obs.request.id == pending[0]  # the core still names the first
     assert ctrl.selected_ev() == second
-    from viz.overlays import manual_lines
+    from evgrid_render.overlays import manual_lines
 
     text = [s for s, _, _ in manual_lines(ctrl)]
     place = second["node"].split(" (")[0]

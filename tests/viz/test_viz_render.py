@@ -7,9 +7,9 @@ os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
 import pygame  # noqa: E402
 import pytest  # noqa: E402
 
-from viz import theme  # noqa: E402
-from viz.controller import Controller  # noqa: E402
-from viz.view import CityView  # noqa: E402
+from evgrid_render import theme  # noqa: E402
+from evgrid_render.controller import Controller  # noqa: E402
+from evgrid_render.view import CityView  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -154,3 +154,19 @@ def test_feeder_history_is_the_core_per_tick_record(screen):
     ctrl.display_minute = ctrl.end_minute
     CityView(ctrl, (1280, 720)).render(screen)
     ctrl.close()
+
+
+def test_the_renderer_loads_every_sprite_from_viz_sprites():
+    """The committed PNGs sit in viz/sprites/ (the design card's folder), and each is
+    what the renderer draws; none falls back to drawing for want of its file."""
+    from pathlib import Path
+
+    from evgrid_render import sprites
+
+    folder = Path(__file__).resolve().parents[2] / "viz" / "sprites"
+    assert folder == sprites.SPRITE_DIR
+    for name in sprites.DRAWERS:
+        png = folder / f"{name}.png"
+        assert png.is_file(), png
+        loaded = pygame.image.load(str(png))
+        assert loaded.get_size() == (sprites.BASE, sprites.BASE)

@@ -66,6 +66,14 @@ class ViewFlags:
     fps: float = 0.0
 
 
+def display_clock(ctrl) -> tuple[str, int]:  # noqa: ANN001
+    """The clock the view shows (HH:MM of the display clock) and its tick."""
+    minute = ctrl.display_minute
+    clock_min = int(get_scenario(ctrl.scenario).start_minute + minute) % 1440
+    tick = min(int(minute // ctrl.tick_minutes), ctrl.env.scenario.n_ticks)
+    return f"{clock_min // 60:02d}:{clock_min % 60:02d}", tick
+
+
 class Panel:
     def __init__(self, rect: pygame.Rect, text: theme.TextCache) -> None:
         self.rect, self.text = rect, text
@@ -103,10 +111,8 @@ class Panel:
         y += 24
         # Clock, tariff, renewable share.
         minute = ctrl.display_minute
-        clock_min = int(sc.start_minute + minute) % 1440
-        clock = f"{clock_min // 60:02d}:{clock_min % 60:02d}"
+        clock, tick = display_clock(ctrl)
         self._t(surf, clock, (x, y - 4), 34, theme.TEXT, True)
-        tick = min(int(minute // ctrl.tick_minutes), st["n_ticks"])
         self._t(
             surf, f"tick {tick}/{st['n_ticks']}", (x + 2, y + 38), 11, theme.TEXT_DIM
         )

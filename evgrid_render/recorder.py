@@ -9,6 +9,7 @@ keeps encoder version strings out of the file so one seed gives one file.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterable
 from datetime import datetime
 from pathlib import Path
 
@@ -83,3 +84,36 @@ class Recorder:
             self._gen.close()
             self._gen = None
         return self.path
+
+
+# --- Filming an episode ---------------------------------------------------------------
+def skip_to_tick(ctrl, first_tick: int) -> None:  # noqa: ANN001
+    """Decide, unfilmed, every decision before ``first_tick``."""
+    while not ctrl.done and ctrl.env_minute < first_tick * ctrl.tick_minutes:
+        ctrl.display_minute = ctrl.env_minute
+        ctrl.poll(block=True)
+
+
+def film(
+    ctrl,  # noqa: ANN001 - the episode driver (controller.Controller)
+    view,  # noqa: ANN001 - the frame's drawer (view.CityView)
+    surface: pygame.Surface,
+    rec: Recorder,
+    frames: Iterable[int],
+    frames_per_tick: int,
+    after_frame: Callable[[], None] | None = None,
+) -> None:
+    """Film frame ``k`` of ``frames`` at ``k / frames_per_tick`` ticks of simulation
+    time: every decision due by then is made first (``poll(block=True)``), so the
+    video is the same on a loaded machine. The desktop's ``--record`` and the web
+    page's MP4 both film through here."""
+    sub = ctrl.tick_minutes / frames_per_tick
+    ctrl.manual = False
+    view.flags.recording = True
+    for k in frames:
+        ctrl.display_minute = k * sub
+        ctrl.poll(block=True)
+        view.render(surface)
+        rec.add(surface)
+        if after_frame is not None:
+            after_frame()

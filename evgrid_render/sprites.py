@@ -1,8 +1,10 @@
 """Sprites for the city view, drawn with pygame at 4x and smoothscaled down.
 
-``python3 -m viz.sprites`` writes them as PNGs into ``viz/sprites/`` (committed);
-at run time ``sprite(name, size)`` loads the PNG, or draws it when the file is
-missing, and caches each size once.
+``python3 -m evgrid_render.sprites`` writes them as PNGs into ``viz/sprites/``
+(committed: the folder the design card names for them); at run time
+``sprite(name, size)`` loads the PNG, or draws it when the file is missing, and
+caches each size once. ``viz/sprites/`` is a data folder the renderer reads, not a
+module: the renderer imports nothing of ``viz`` (tests/test_layers.py).
 """
 
 from __future__ import annotations
@@ -16,7 +18,9 @@ import pygame
 
 from evgrid_core import CHARGERS
 
-SPRITE_DIR = Path(__file__).parent / "sprites"
+# viz/ and evgrid_render/ sit side by side in the checkout and in site-packages
+# (viz's package data), so the folder is found the same way in both.
+SPRITE_DIR = Path(__file__).resolve().parents[1] / "viz" / "sprites"
 BASE = 64  # [px] size of the committed PNGs
 SS = 4  # supersampling factor
 
