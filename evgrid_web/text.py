@@ -37,13 +37,13 @@ def status_html(ep: PageEpisode) -> str:
 def feeders_md(ep: PageEpisode) -> str:
     """Each feeder's load (as the panel labels it) and the EVs' share of it."""
     c = ep.ctrl
-    rows = ["| feeder | load | EV kW | |", "|---|---|---|---|"]
+    rows = ["| feeder | load | EV kW | state |", "|---|---|---|---|"]
     for f in c.state["feeders"]:
         u = f["utilisation"]
         state = (
             "over 100 %"
             if u > 1.0
-            else ("above the soft limit" if u > c.soft_limit else "")
+            else ("above the soft limit" if u > c.soft_limit else "ok")
         )
         rows.append(
             f"| {f['name'].split(' (')[0]} | {util_label(u, c.soft_limit)} | "
