@@ -574,6 +574,23 @@ def _teacher_line(cfg: TrainConfig) -> str:
     )
 
 
+def _played_line(cfg: TrainConfig, out: Path) -> list[str]:
+    """The recipe's line on the rows of ``data.played_generator``'s own episodes."""
+    d = cfg.data
+    if not d.played_generator:
+        return []
+    path = out / "data" / "train_played.jsonl"
+    n = sum(1 for _ in path.open()) if path.is_file() else "?"
+    every = f"{d.played_per_episode} an episode" if d.played_per_episode else "every"
+    return [
+        f"- Played rows: `{d.played_generator}` played seeds {d.played_seeds[0]}.."
+        f"{d.played_seeds[1] - 1} of each scenario; {every} decision state became a "
+        f"row ({n} in all, within the training rows above), its own pick the answer "
+        "and the teacher's soft choice the other half of the loss: the states a "
+        "learner meets and the optimum's episodes never show (queues)."
+    ]
+
+
 def _rel(path: Path) -> str:
     from .config import REPO_ROOT
 
@@ -644,6 +661,7 @@ def ship(
         f"- Rows: {summary.get('rows') or 'see data/ of the run'}; training rows "
         f"sha256 `{sha256(out / 'data' / 'train.jsonl')}`. Rows where the optimum "
         "strands an EV on purpose (`planned_invalid`) are left out.",
+        *_played_line(cfg, out),
         f"- Prompt: `oracle.prompt.decision_prompt` ({cfg.data.prompt_stations} "
         "nearest stations, the shortest DEFERs, each option under a letter); answer: "
         "the letter of the optimum's action, loss on it and `<|im_end|>` only "

@@ -60,6 +60,33 @@ def test_colab_preset_is_qwen3b_qlora():
             "overlaps",
             "KPI seeds must be held out too",
         ),
+        (
+            {
+                "data": {
+                    "played_generator": "distilled",
+                    "played_seeds": [900001, 900003],
+                }
+            },
+            "played_seeds overlaps data.heldout_seeds",
+            "a policy's own episodes on held-out seeds must not become training rows",
+        ),
+        (
+            {
+                "data": {
+                    "train_seeds": [0, 25],
+                    "label_eval_seeds": [25, 30],
+                    "played_generator": "distilled",
+                    "played_seeds": [20, 26],
+                }
+            },
+            "played_seeds overlaps data.label_eval_seeds",
+            "the agreement seeds stay unseen",
+        ),
+        (
+            {"data": {"played_generator": "distilled", "played_seeds": [5, 5]}},
+            "played_seeds",
+            "a generator with no seeds is a mistake, not a no-op",
+        ),
         ({"device": "tpu"}, "device", "only cpu/cuda/auto"),
     ],
 )

@@ -16,7 +16,7 @@ import pytest
 from evgrid_core import EVGridEnv, format_action
 from evgrid_core.policies import make_policy
 from training.config import load_config
-from training.oracle_sft import label_rows
+from training.oracle_sft import label_rows, played_rows
 
 SCENARIO = "quiet_night"
 
@@ -73,6 +73,32 @@ def test_label_rows_replay_each_state_and_skip_planned_strands(tmp_path) -> None
         assert f"E{r['expert_action'].split()[1][1:]} " in r["prompt"][1]["content"]
     # the seed filter is [first, last)
     assert {r["seed"] for r in label_rows(tmp_path, (1, 2), (SCENARIO,), 3)} == {1}
+
+
+def test_played_rows_are_every_decision_of_the_generators_own_episode() -> None:
+    """``data.played_generator``: per_episode 0 keeps each decision state of the
+    policy's episode, in order, with its own pick as the answer; a count spreads."""
+    env, policy = EVGridEnv(), make_policy("greedy_eta")
+    obs = env.reset(seed=1, scenario=SCENARIO)
+    policy.reset(1)
+    picks, steps = [], []
+    while not env.done:
+        action = policy.act(obs)
+        picks.append(action if isinstance(action, str) else format_action(action))
+        steps.append(env.steps)
+        env.step(action)
+        obs = env.observation()
+    rows = played_rows("greedy_eta", (1, 2), (SCENARIO,), 3, 0)
+    assert [r["expert_action"] for r in rows] == picks
+    assert [r["step"] for r in rows] == steps and {r["seed"] for r in rows} == {1}
+    assert all(r["expert_action"] in r["allowed"] for r in rows)
+    spread = played_rows("greedy_eta", (1, 2), (SCENARIO,), 3, 4)
+    assert [r["step"] for r in spread] == [
+        steps[0],
+        steps[round((len(steps) - 1) / 3)],
+        steps[round(2 * (len(steps) - 1) / 3)],
+        steps[-1],
+    ]
 
 
 @pytest.mark.slow
