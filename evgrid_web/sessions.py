@@ -119,3 +119,6 @@ class TabSessions:
 
 class _Building:
     """A slot taken by an episode still being built."""
+
+    def close(self) -> None:
+        """Nothing to close yet (a slot reaped while its episode is built)."""

@@ -264,6 +264,22 @@ def test_an_idle_tab_gives_its_slot_back():
     assert tabs.get("a") is None and tabs.get("b") is not None
 
 
+def test_a_slot_reaped_while_its_episode_is_built_breaks_nothing():
+    """Another tab's request reaps a slot whose episode is slow to build (past the
+    idle time): the reap passes over it quietly and the build still lands."""
+    clock = FakeClock()
+    tabs = TabSessions(max_tabs=2, idle_s=60, clock=clock)
+    tabs.start("b", _make())
+
+    def slow():
+        clock.t += 61.0
+        assert tabs.get("b") is None  # b's request comes after 61 s: both reaped
+        return _make()()
+
+    ep = tabs.start("a", slow)
+    assert tabs.get("a") is ep
+
+
 def test_a_failed_start_frees_its_slot():
     tabs = TabSessions(max_tabs=1, idle_s=60, clock=FakeClock())
     with pytest.raises(InputError):
