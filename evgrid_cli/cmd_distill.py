@@ -42,6 +42,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="look-ahead rounds: each plays the last fit and fits again on every "
         "round's labels (with --look-ahead-seeds)",
     )
+    p.add_argument(
+        "--look-ahead-horizon",
+        type=int,
+        default=None,
+        help="[ticks] of the model's own play after each tried candidate "
+        "(default: to the episode's end)",
+    )
     p.add_argument("--trees", type=int, default=None, help="boosting rounds")
     p.add_argument(
         "--out", default=None, help="model file (default: the committed one)"
@@ -55,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
 
     from evgrid_core.distilled import MODEL_PATH
     from evgrid_core.trees import save
-    from training.dagger import rollout_runs
+    from training.dagger import LookAhead, rollout_runs
     from training.distill import DistillConfig, describe, distill
     from training.labels import check_scenarios, label_runs, parse_seeds
 
@@ -79,6 +86,8 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError("--look-ahead-scenarios must lie within --scenarios")
     if args.look_ahead_rounds < 1:
         raise ValueError("--look-ahead-rounds must be >= 1")
+    if args.look_ahead_horizon is not None and args.look_ahead_horizon < 1:
+        raise ValueError("--look-ahead-horizon must be >= 1")
     if args.trees is not None and args.trees < 1:
         raise ValueError("--trees must be >= 1")
     out = Path(args.out) if args.out else MODEL_PATH
@@ -116,6 +125,7 @@ def run(args: argparse.Namespace) -> int:
             look_seeds,
             look_dir,
             played,
+            LookAhead(horizon_ticks=args.look_ahead_horizon),
             workers=args.workers,
             progress=not args.no_progress,
         )

@@ -5,10 +5,11 @@ episodes, which never queue: a scorer fitted on them has never seen a long
 queue, and under ``festival_surge`` it routes EVs into queues they give up in.
 These labels cover the states the learner reaches. ``distilled`` plays a
 training seed; at each decision its ``top_k`` best-scored candidates are tried
-on a copy of the env, each followed by ``horizon_ticks`` of ``distilled``'s own
-play, and the candidate with the best return is the label (one step of policy
-improvement; the exogenous world is the same in every copy, so the comparison is
-exact for that continuation). The episode goes on with the model's own answer.
+on a copy of the env, each followed by ``distilled``'s own play to the
+episode's end (or for ``horizon_ticks``), and the candidate with the best return
+is the label (one step of policy improvement; the exogenous world is the same
+in every copy, so the comparison is exact for that continuation). The episode
+goes on with the model's own answer.
 
 A row keeps what it needs to be re-created (scenario, seed, step, the answer
 played) and the label with each tried candidate's return. Files are resumable
@@ -37,7 +38,10 @@ class LookAhead:
     """How a state visited by the learner is labelled."""
 
     top_k: int = 3  # candidates tried: the model's best-scored ones
-    horizon_ticks: int = 12  # [ticks] of the model's own play after each (1 h)
+    # [ticks] of the model's own play after each; None: to the episode's end (the
+    # committed model's round; a 1 h horizon made festival_surge worse, -10.8 an
+    # episode on selection seeds 50-69)
+    horizon_ticks: int | None = None
     margin: float = 0.05  # a candidate must beat the model's pick by this much
 
 
@@ -48,10 +52,13 @@ def _scores(model: TreeEnsemble, obs: Observation) -> tuple[list[str], np.ndarra
     return c.lines, model.predict(c.features)
 
 
-def _play(env: EVGridEnv, model: TreeEnsemble, line: str, until_tick: int) -> float:
-    """Answer ``line``, then let the model answer until ``until_tick``; summed reward."""
+def _play(
+    env: EVGridEnv, model: TreeEnsemble, line: str, until_tick: int | None
+) -> float:
+    """Answer ``line``, then let the model answer until ``until_tick`` (None: the
+    episode's end); summed reward."""
     total = env.step(line).reward
-    while not env.done and env.tick < until_tick:
+    while not env.done and (until_tick is None or env.tick < until_tick):
         lines, s = _scores(model, env.observation())
         total += env.step(lines[int(np.argmax(s))] if lines else "NO_STATION").reward
     return total
@@ -82,7 +89,7 @@ def rollout_episode(
         played = lines[int(order[0])]
         returns = {}
         if len(lines) > 1:
-            until = env.tick + la.horizon_ticks
+            until = None if la.horizon_ticks is None else env.tick + la.horizon_ticks
             for i in order:
                 returns[lines[int(i)]] = _play(env.clone(), model, lines[int(i)], until)
         best = max(returns, key=returns.__getitem__) if returns else played

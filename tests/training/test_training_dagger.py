@@ -110,3 +110,21 @@ def test_evgrid_distill_look_ahead_fits_on_both_label_kinds(tmp_path, capsys):
     sha = [json.loads((tmp_path / "labels" / f"look-ahead-{i}" / EPISODES_FILE)
                       .read_text().splitlines()[0])["model_sha256"] for i in (1, 2)]  # fmt: skip
     assert sha[0] != sha[1]
+
+
+def test_the_default_look_ahead_plays_each_candidate_to_the_episode_end():
+    """The committed model's round: no horizon, every tried line played to the end."""
+    assert LookAhead().horizon_ticks is None
+    rows, _ = rollout_episode(SCENARIO, 3, str(MODEL_PATH), asdict(LookAhead()))
+    r = next(r for r in rows if len(r["returns"]) > 1)
+    env = EVGridEnv()
+    env.reset(seed=3, scenario=SCENARIO)
+    for prev in rows[: r["step"]]:
+        env.step(prev["played"])
+    policy = Distilled()
+    for line, expected in r["returns"].items():
+        e = env.clone()
+        total = e.step(line).reward
+        while not e.done:
+            total += e.step(policy.act(e.observation())).reward
+        assert total == pytest.approx(expected, abs=1e-9)
