@@ -26,7 +26,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--look-ahead-seeds",
         default="",
-        help="FIRST:LAST of --seeds: after the fit on the optimum's labels, play "
+        help="FIRST:LAST training seeds (optimum-labelled or not, outside "
+        "--validation-seeds): after the fit on the optimum's labels, play "
         "that model on these seeds, label the states it visits by look-ahead "
         "(training/dagger.py) and fit again on both",
     )
@@ -41,6 +42,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default=1,
         help="look-ahead rounds: each plays the last fit and fits again on every "
         "round's labels (with --look-ahead-seeds)",
+    )
+    p.add_argument(
+        "--look-ahead-top-k",
+        type=int,
+        default=3,
+        help="candidates tried at each look-ahead state: the model's best-scored",
     )
     p.add_argument(
         "--look-ahead-horizon",
@@ -75,8 +82,8 @@ def run(args: argparse.Namespace) -> int:
     look_seeds = (
         parse_seeds(args.look_ahead_seeds) if args.look_ahead_seeds else range(0)
     )
-    if not set(look_seeds) <= set(seeds):
-        raise ValueError("--look-ahead-seeds must lie within --seeds")
+    if set(look_seeds) & set(validation):
+        raise ValueError("--look-ahead-seeds must not overlap --validation-seeds")
     look_scenarios = (
         check_scenarios(args.look_ahead_scenarios.split(","))
         if args.look_ahead_scenarios
@@ -86,6 +93,10 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError("--look-ahead-scenarios must lie within --scenarios")
     if args.look_ahead_rounds < 1:
         raise ValueError("--look-ahead-rounds must be >= 1")
+    if args.look_ahead_top_k < 2:
+        raise ValueError(
+            "--look-ahead-top-k must be >= 2 (one candidate: nothing to try)"
+        )
     if args.look_ahead_horizon is not None and args.look_ahead_horizon < 1:
         raise ValueError("--look-ahead-horizon must be >= 1")
     if args.trees is not None and args.trees < 1:
@@ -109,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
     def fit(look_ahead_dirs: list[Path]) -> tuple:
         return distill(labels, cfg, scenarios=scenarios, seeds=seeds,
                        validation_seeds=validation, look_ahead_dirs=look_ahead_dirs,
-                       progress=not args.no_progress)  # fmt: skip
+                       look_ahead_seeds=look_seeds, progress=not args.no_progress)  # fmt: skip
 
     model, report = fit([])
     look_dirs: list[Path] = []
@@ -125,7 +136,9 @@ def run(args: argparse.Namespace) -> int:
             look_seeds,
             look_dir,
             played,
-            LookAhead(horizon_ticks=args.look_ahead_horizon),
+            LookAhead(
+                top_k=args.look_ahead_top_k, horizon_ticks=args.look_ahead_horizon
+            ),
             workers=args.workers,
             progress=not args.no_progress,
         )

@@ -238,6 +238,7 @@ def distill(
     seeds: Iterable[int] | None = None,
     validation_seeds: Iterable[int] = (),
     look_ahead_dirs: Iterable[Path] = (),
+    look_ahead_seeds: Iterable[int] | None = None,
     progress: bool = True,
 ) -> tuple[TreeEnsemble, dict[str, Any]]:
     """Fit on the labelled (scenario, seed)s asked for (default: all) but ``validation_seeds``.
@@ -245,11 +246,13 @@ def distill(
     With validation seeds, the model is fitted without them and scored on them
     (agreement with the optimum); the returned model is that one. The look-ahead
     labels in ``look_ahead_dirs`` (``training/dagger.py``: the states earlier fits
-    visited, one folder a round) join the optimum's, with the same seed filter.
+    visited, one folder a round) join the optimum's, filtered by
+    ``look_ahead_seeds`` (default: ``seeds``; they need no optimum label).
     """
     lgb = _lightgbm()
     keep_s = None if scenarios is None else set(scenarios)
     keep_seed = None if seeds is None else set(seeds)
+    keep_la = keep_seed if look_ahead_seeds is None else set(look_ahead_seeds)
     rows = [
         r
         for r in load_labels(labels_dir)
@@ -265,7 +268,7 @@ def distill(
             r
             for r in load_rollout_labels(look_dir)
             if (keep_s is None or r["scenario"] in keep_s)
-            and (keep_seed is None or r["seed"] in keep_seed)
+            and (keep_la is None or r["seed"] in keep_la)
         ]
         if not la_rows:
             raise ValueError(f"no finished look-ahead episode in {look_dir}")

@@ -128,3 +128,20 @@ def test_the_default_look_ahead_plays_each_candidate_to_the_episode_end():
         while not e.done:
             total += e.step(policy.act(e.observation())).reward
         assert total == pytest.approx(expected, abs=1e-9)
+
+
+def test_look_ahead_seeds_need_no_optimum_label(tmp_path):
+    """Look-ahead episodes on seeds the optimum never solved join the fit."""
+    out = tmp_path / "model.json"
+    args = ["distill", "--scenarios", SCENARIO, "--seeds", "0:1", "--labels",
+            str(tmp_path / "labels"), "--node-limit", "0", "--trees", "20",
+            "--look-ahead-seeds", "1:2", "--look-ahead-top-k", "2",
+            "--look-ahead-horizon", "6", "--workers", "1", "--out", str(out),
+            "--no-progress"]  # fmt: skip
+    assert main(args) == 0
+    meta = load(out).meta
+    assert meta["look_ahead"][0]["episodes"] == {SCENARIO: [[1, 2]]}
+    assert meta["train_seeds"] == [[0, 2]]  # the optimum's seed 0, look-ahead's 1
+    first = json.loads((tmp_path / "labels" / "look-ahead-1" / EPISODES_FILE)
+                       .read_text().splitlines()[0])  # fmt: skip
+    assert first["look_ahead"] == asdict(LookAhead(top_k=2, horizon_ticks=6))

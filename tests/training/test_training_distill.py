@@ -99,7 +99,20 @@ def test_evgrid_distill_labels_fits_writes_and_the_policy_plays_it(tmp_path, cap
         (["--seeds", "0:4", "--validation-seeds", "5:6"], "within --seeds"),
         (["--trees", "0"], "--trees"),
         (["--look-ahead-rounds", "0"], "--look-ahead-rounds"),
-        (["--seeds", "0:4", "--look-ahead-seeds", "3:6"], "within --seeds"),
+        (
+            [
+                "--seeds",
+                "0:4",
+                "--validation-seeds",
+                "3:4",
+                "--look-ahead-seeds",
+                "3:6",
+            ],
+            "overlap --validation-seeds",
+        ),  # fmt: skip
+        (["--look-ahead-seeds", "899999:900001"], "held-out"),
+        (["--look-ahead-top-k", "1"], "--look-ahead-top-k"),
+        (["--look-ahead-horizon", "0"], "--look-ahead-horizon"),
         (["--scenarios", "nowhere"], "nowhere"),
     ],
 )
