@@ -145,3 +145,25 @@ def test_look_ahead_seeds_need_no_optimum_label(tmp_path):
     first = json.loads((tmp_path / "labels" / "look-ahead-1" / EPISODES_FILE)
                        .read_text().splitlines()[0])  # fmt: skip
     assert first["look_ahead"] == asdict(LookAhead(top_k=2, horizon_ticks=6))
+
+
+def test_the_committed_look_ahead_labels_are_the_ones_the_model_was_fit_on(tmp_path):
+    """training/data/look-ahead-labels.tgz holds the committed model's look-ahead round:
+    its rows hash to the round's sha256 in the model's meta, and the model that played
+    them is the fit on the optimum's labels alone (the round's first step)."""
+    import tarfile
+
+    from training.distill import labels_sha256
+
+    tgz = MODEL_PATH.parents[2] / "training" / "data" / "look-ahead-labels.tgz"
+    with tarfile.open(tgz) as t:
+        t.extractall(tmp_path)  # the project's own file (3.11.2 has no filter=)
+    rows = load_rollout_labels(tmp_path / "look-ahead-1")
+    (round1,) = load(MODEL_PATH).meta["look_ahead"]
+    assert labels_sha256(rows) == round1["sha256"]
+    assert len(rows) == round1["decisions"]
+    assert sum(r["action"] != r["played"] for r in rows) == round1["relabelled"]
+    summaries = [json.loads(line) for line in
+                 (tmp_path / "look-ahead-1" / EPISODES_FILE).read_text().splitlines()]  # fmt: skip
+    assert {s["look_ahead"]["top_k"] for s in summaries} == {5}
+    assert {s["look_ahead"]["horizon_ticks"] for s in summaries} == {None}
