@@ -52,23 +52,30 @@ def test_the_model_plays_its_own_episode_and_every_label_is_a_tried_best(episode
             assert best <= r["returns"][r["played"]] + LOOK.margin
 
 
-def test_a_label_return_is_the_env_played_on_from_that_state(episode):
-    """Re-create one state by replay; the label's return is that action + the model's play."""
-    rows, _ = episode
+def _check_tried_returns(rows, seed: int, horizon_ticks: int | None) -> None:
+    """Re-create the first state with more than one tried line by replay; each tried
+    line's return is that line + the model's play for ``horizon_ticks`` (None: to
+    the episode's end)."""
     r = next(r for r in rows if len(r["returns"]) > 1)
     env = EVGridEnv()
-    env.reset(seed=7, scenario=SCENARIO)
+    env.reset(seed=seed, scenario=SCENARIO)
     for prev in rows[: r["step"]]:
         env.step(prev["played"])
     assert env.request_id == r["ev"]
-    until = env.tick + LOOK.horizon_ticks
+    until = None if horizon_ticks is None else env.tick + horizon_ticks
     policy = Distilled()
     for line, expected in r["returns"].items():
         e = env.clone()
         total = e.step(line).reward
-        while not e.done and e.tick < until:
+        while not e.done and (until is None or e.tick < until):
             total += e.step(policy.act(e.observation())).reward
         assert total == pytest.approx(expected, abs=1e-9)
+
+
+def test_a_label_return_is_the_env_played_on_from_that_state(episode):
+    """Re-create one state by replay; the label's return is that action + the model's play."""
+    rows, _ = episode
+    _check_tried_returns(rows, 7, LOOK.horizon_ticks)
 
 
 def test_rows_replay_to_their_states_and_build_one_group_each(tmp_path):
@@ -116,18 +123,7 @@ def test_the_default_look_ahead_plays_each_candidate_to_the_episode_end():
     """The committed model's round: no horizon, every tried line played to the end."""
     assert LookAhead().horizon_ticks is None
     rows, _ = rollout_episode(SCENARIO, 3, str(MODEL_PATH), asdict(LookAhead()))
-    r = next(r for r in rows if len(r["returns"]) > 1)
-    env = EVGridEnv()
-    env.reset(seed=3, scenario=SCENARIO)
-    for prev in rows[: r["step"]]:
-        env.step(prev["played"])
-    policy = Distilled()
-    for line, expected in r["returns"].items():
-        e = env.clone()
-        total = e.step(line).reward
-        while not e.done:
-            total += e.step(policy.act(e.observation())).reward
-        assert total == pytest.approx(expected, abs=1e-9)
+    _check_tried_returns(rows, 3, None)
 
 
 def test_look_ahead_seeds_need_no_optimum_label(tmp_path):
@@ -151,15 +147,18 @@ def test_the_committed_look_ahead_labels_are_the_ones_the_model_was_fit_on(tmp_p
     """training/data/look-ahead-labels.tgz holds the committed model's look-ahead round:
     its rows hash to the round's sha256 in the model's meta, and the model that played
     them is the fit on the optimum's labels alone (the round's first step)."""
+    import hashlib
     import tarfile
 
+    from training.config import REPO_ROOT
     from training.distill import labels_sha256
 
-    tgz = MODEL_PATH.parents[2] / "training" / "data" / "look-ahead-labels.tgz"
+    tgz = REPO_ROOT / "training" / "data" / "look-ahead-labels.tgz"
     with tarfile.open(tgz) as t:
         t.extractall(tmp_path)  # the project's own file (3.11.2 has no filter=)
     rows = load_rollout_labels(tmp_path / "look-ahead-1")
-    (round1,) = load(MODEL_PATH).meta["look_ahead"]
+    meta = load(MODEL_PATH).meta
+    (round1,) = meta["look_ahead"]
     assert labels_sha256(rows) == round1["sha256"]
     assert len(rows) == round1["decisions"]
     assert sum(r["action"] != r["played"] for r in rows) == round1["relabelled"]
@@ -167,3 +166,9 @@ def test_the_committed_look_ahead_labels_are_the_ones_the_model_was_fit_on(tmp_p
                  (tmp_path / "look-ahead-1" / EPISODES_FILE).read_text().splitlines()]  # fmt: skip
     assert {s["look_ahead"]["top_k"] for s in summaries} == {5}
     assert {s["look_ahead"]["horizon_ticks"] for s in summaries} == {None}
+    played = tmp_path / "look-ahead-1" / "model-played.json"
+    sha = hashlib.sha256(played.read_bytes()).hexdigest()
+    assert {s["model_sha256"] for s in summaries} == {sha}
+    first_fit = load(played).meta
+    assert "look_ahead" not in first_fit
+    assert first_fit["labels_sha256"] == meta["labels_sha256"]

@@ -109,7 +109,7 @@ def test_evgrid_distill_labels_fits_writes_and_the_policy_plays_it(tmp_path, cap
                 "3:6",
             ],
             "overlap --validation-seeds",
-        ),  # fmt: skip
+        ),
         (["--look-ahead-seeds", "899999:900001"], "held-out"),
         (["--look-ahead-top-k", "1"], "--look-ahead-top-k"),
         (["--look-ahead-horizon", "0"], "--look-ahead-horizon"),
