@@ -97,6 +97,11 @@ DECISION_SYSTEM = (
     "Dispatch the EV. Answer the letter of one option: a station (drive minutes, "
     "feeder forecast) and charger kind, or a DEFER."
 )
+# How the options read. "v1" (the Oracle shipped first): the charge minutes of each
+# kind on one line, an option's wait only when there is one. "v2": every option line
+# holds its own minutes from now, plugged in (drive + expected wait) and done (+ the
+# charge), so a small model compares options line by line with the request's deadlines.
+PROMPT_STYLES = ("v1", "v2")
 
 
 @dataclass(frozen=True)
@@ -135,14 +140,17 @@ def decision_prefix() -> str:
 
 
 def decision_prompt(
-    obs: Observation, max_stations: int = DECISION_STATIONS
+    obs: Observation, max_stations: int = DECISION_STATIONS, style: str = "v1"
 ) -> DecisionPrompt:
     """The prompt for the request in ``obs``: the valid ROUTEs at the nearest
     ``max_stations`` usable stations, nearest first, then the ``DECISION_DEFERS``
     shortest valid DEFERs, each under a letter (the answer).
 
-    Empty ``lines`` when there is no request or nothing is valid.
+    ``style``: how the options read (``PROMPT_STYLES``). Empty ``lines`` when there
+    is no request or nothing is valid.
     """
+    if style not in PROMPT_STYLES:
+        raise ValueError(f"prompt style is one of {PROMPT_STYLES}, not {style!r}")
     r = obs.request
     cands = candidates(obs)
     if r is None or not len(cands):
@@ -184,8 +192,11 @@ def decision_prompt(
         f"{obs.clock} pending {obs.pending}",
         f"E{r.id} {r.klass} SoC {r.soc * 100:.0f}->{r.target * 100:.0f}% "
         f"{need:.0f}kWh gives up {r.patience_left_min:.0f}m{urgency}",
-        "charge " + " ".join(f"{k} {m:.0f}m" for k, m in sorted_kinds(charge)),
     ]
+    if style == "v1":
+        text.append(
+            "charge " + " ".join(f"{k} {m:.0f}m" for k, m in sorted_kinds(charge))
+        )
     order: list[int] = []
     for s in stations:
         rows = by_station[s]
@@ -195,6 +206,12 @@ def decision_prompt(
             f"{col['feeder_forecast'][i0] * 100:.0f}%" + network_note(obs, s - 1)
         )
         for i in rows:
+            if style == "v2":
+                text.append(
+                    _timed_option(LETTERS[len(order)], cands.actions[i], col, i)
+                )
+                order.append(i)
+                continue
             cell = f"{LETTERS[len(order)]} {cands.actions[i].kind.name} {col['free'][i]:.0f} free"  # type: ignore[union-attr]
             if col["queue"][i] > 0:
                 cell += f" {col['queue'][i]:.0f} queued"
@@ -215,6 +232,17 @@ def decision_prompt(
         tuple(lines[i] for i in order),
         tuple(LETTERS[: len(order)]),
     )
+
+
+def _timed_option(letter: str, action: Route, col: dict[str, list], i: int) -> str:
+    """``B FAST plug 9 done 75 10 free``: a v2 option with its own times [min]."""
+    plug = min(col["travel_min"][i] + col["wait_inbound_min"][i], 999)
+    done = min(plug + col["charge_min"][i], 999)
+    cell = f"{letter} {action.kind.name} plug {plug:.0f} done {done:.0f}"
+    cell += f" {col['free'][i]:.0f} free"
+    if col["queue"][i] > 0:
+        cell += f" {col['queue'][i]:.0f} queued"
+    return cell
 
 
 def network_note(obs: Observation, s: int) -> str:

@@ -57,6 +57,9 @@ class DataConfig:
     played_generator: str = ""
     played_seeds: tuple[int, int] = (0, 0)
     played_per_episode: int = 0  # decision states kept per episode; 0: all
+    # How the decision prompt's options read (oracle.prompt.PROMPT_STYLES); the
+    # shipped adapter's style is recorded beside it (oracle/weights/oracle.json).
+    prompt_style: str = "v1"
 
 
 @dataclass(frozen=True, slots=True)
@@ -255,6 +258,10 @@ def check_config(cfg: TrainConfig) -> None:
     llo, lhi = cfg.data.label_eval_seeds
     if llo < lhi and llo < hi and lo < lhi:
         raise ValueError("data.label_eval_seeds overlaps data.train_seeds")
+    if cfg.data.prompt_style not in ("v1", "v2"):
+        raise ValueError(
+            f"data.prompt_style is v1 or v2, not {cfg.data.prompt_style!r}"
+        )
     plo, phi = cfg.data.played_seeds
     if cfg.data.played_generator and not plo < phi:
         raise ValueError("data.played_seeds is [first, last) with first < last")

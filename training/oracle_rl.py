@@ -224,7 +224,12 @@ def _run(
         return _cached(
             out / name,
             lambda: played_rows(
-                rl.generator, seeds, d.scenarios, d.prompt_stations, per
+                rl.generator,
+                seeds,
+                d.scenarios,
+                d.prompt_stations,
+                per,
+                style=d.prompt_style,
             ),
         )
 

@@ -50,12 +50,17 @@ SFT_CURVES = (
 
 
 def _row(
-    obs: Any, answer: str, stations: int, teacher: Path | None = None, **key: Any
+    obs: Any,
+    answer: str,
+    stations: int,
+    teacher: Path | None = None,
+    style: str = "v1",
+    **key: Any,
 ) -> dict[str, Any]:
     from oracle.grammar import allowed_actions
     from oracle.prompt import decision_prompt
 
-    p = decision_prompt(obs, stations)
+    p = decision_prompt(obs, stations, style)
     return {
         **key,
         "prompt": list(p.messages),
@@ -99,6 +104,7 @@ def label_rows(
     scenarios: tuple[str, ...],
     stations: int,
     teacher: Path | None = None,
+    style: str = "v1",
 ) -> list[dict[str, Any]]:
     """Prompt + optimum's answer of every labelled state of ``seeds`` [first, last)."""
     from .labels import label_states, load_labels
@@ -114,7 +120,7 @@ def label_rows(
         if r["planned_invalid"]:
             continue
         key = {k: r[k] for k in ("scenario", "seed", "step")}
-        out.append(_row(obs, action, stations, teacher, **key))
+        out.append(_row(obs, action, stations, teacher, style, **key))
     return out
 
 
@@ -125,6 +131,7 @@ def played_rows(
     stations: int,
     per_episode: int,
     teacher: Path | None = None,
+    style: str = "v1",
 ) -> list[dict[str, Any]]:
     """States of episodes ``generator`` plays (``per_episode`` each, spread evenly;
     0: every decision); the answer is the generator's own (not the optimum's)."""
@@ -156,6 +163,7 @@ def played_rows(
                         text,
                         stations,
                         teacher,
+                        style,
                         scenario=scenario,
                         seed=seed,
                         step=step,
@@ -192,20 +200,31 @@ def dataset(cfg: TrainConfig, labels_dir: Path) -> dict[str, list[dict[str, Any]
                 stations,
                 d.played_per_episode,
                 teacher,
+                d.prompt_style,
             ),
         )
     return {
         "train": _cached(
             data / "train.jsonl",
             lambda: label_rows(
-                labels_dir, d.train_seeds, d.scenarios, stations, teacher
+                labels_dir,
+                d.train_seeds,
+                d.scenarios,
+                stations,
+                teacher,
+                d.prompt_style,
             ),
         )
         + played,
         "heldout_optimum": _cached(
             data / "heldout_optimum.jsonl",
             lambda: label_rows(
-                labels_dir, d.label_eval_seeds, d.scenarios, stations, teacher
+                labels_dir,
+                d.label_eval_seeds,
+                d.scenarios,
+                stations,
+                teacher,
+                d.prompt_style,
             ),
         ),
         "heldout_played": _cached(
@@ -217,6 +236,7 @@ def dataset(cfg: TrainConfig, labels_dir: Path) -> dict[str, list[dict[str, Any]
                 stations,
                 d.states_per_episode,
                 teacher,
+                d.prompt_style,
             ),
         ),
     }
