@@ -21,6 +21,7 @@ Oracle) or ``make_policy("oracle", model_path="model.gguf")``.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import threading
@@ -38,6 +39,7 @@ from .prompt import (
     DECISION_STATIONS,
     DEFAULT_MAX_STATIONS,
     IM_END,
+    PROMPT_STYLES,
     build_prompt,
     decision_prompt,
 )
@@ -50,7 +52,23 @@ INSTALL_HINT = (
 )
 WEIGHTS_DIR = Path(__file__).parent / "weights"
 SHIPPED_ADAPTER = WEIGHTS_DIR / "oracle-smollm2-lora.gguf"  # see weights/TRAINING.md
+SHIPPED_PROMPT = WEIGHTS_DIR / "oracle.json"  # how the shipped adapter was asked
 PROMPTS = ("decision", "observation")
+
+
+def shipped_prompt_style(path: Path | None = None) -> str:
+    """The decision prompt's style the shipped adapter was trained on
+    (``oracle.prompt.PROMPT_STYLES``; ``oracle/weights/oracle.json``, written by
+    ``training.oracle_sft --ship``; "v1" where there is none: the first Oracle)."""
+    path = path or SHIPPED_PROMPT
+    if not path.is_file():
+        return "v1"
+    style = json.loads(path.read_text()).get("prompt_style", "v1")
+    if style not in PROMPT_STYLES:
+        raise ValueError(
+            f"{path}: prompt_style {style!r} is not one of {PROMPT_STYLES}"
+        )
+    return style
 
 
 def shipped_oracle() -> Path:
@@ -123,6 +141,7 @@ class GGUFPolicy:
         fallback: str | None = "greedy_eta",
         load_shift: bool = True,
         max_stations: int | None = None,
+        prompt_style: str | None = None,
         temperature: float = 0.0,
         n_ctx: int = 2048,
         threads: int | None = None,
@@ -136,6 +155,8 @@ class GGUFPolicy:
         grammar over every valid action; the default with ``model_path`` or
         ``llama``). ``max_stations``: stations the prompt lists (3 or 8 by prompt).
         ``lora_path``: a LoRA adapter GGUF applied over ``model_path``.
+        ``prompt_style``: how the decision prompt's options read (default: the
+        shipped adapter's, ``shipped_prompt_style``).
 
         ``threads``: CPU threads for llama.cpp (default ``EVGRID_ORACLE_THREADS``,
         else all cores; on a machine shared with other busy processes 1 is faster,
@@ -169,6 +190,11 @@ class GGUFPolicy:
         self.model_path = str(model_path) if model_path else None
         self.lora_path = str(lora_path) if lora_path else None
         self.prompt = prompt
+        self.prompt_style = prompt_style or shipped_prompt_style()
+        if self.prompt_style not in PROMPT_STYLES:
+            raise ValueError(
+                f"prompt_style is one of {PROMPT_STYLES}, not {self.prompt_style!r}"
+            )
         self.use_grammar = use_grammar
         self.load_shift = load_shift
         self.max_stations = max_stations or (
@@ -219,7 +245,7 @@ class GGUFPolicy:
             try:
                 options = None  # the decision prompt's options (answered by letter)
                 if self.prompt == "decision":
-                    options = decision_prompt(obs, self.max_stations)
+                    options = decision_prompt(obs, self.max_stations, self.prompt_style)
                     if not options.lines:
                         raise LookupError("no ROUTE or DEFER is valid for this request")
                     prompt, gbnf = options.text, lines_grammar(options.letters)

@@ -116,9 +116,11 @@ class HFPolicy:
         max_new_tokens: int = 16,
         max_stations: int = 8,
         prompt: str = "observation",
+        prompt_style: str = "v1",
     ) -> None:
         self.model, self.tok, self.max_new_tokens = model, tok, max_new_tokens
         self.max_stations, self.prompt = max_stations, prompt
+        self.prompt_style = prompt_style
 
     def reset(self, seed: int) -> None:
         pass
@@ -128,7 +130,7 @@ class HFPolicy:
 
         options = None
         if self.prompt == "decision":  # answered by a letter naming a listed line
-            options = decision_prompt(obs, self.max_stations)
+            options = decision_prompt(obs, self.max_stations, self.prompt_style)
             messages = list(options.messages)
         else:
             messages = chat_messages(obs, self.max_stations)
@@ -149,6 +151,7 @@ def oracle_policy(
     fallback: str | None = "greedy_eta",
     max_stations: int = 8,
     prompt: str = "observation",
+    prompt_style: str = "v1",
 ) -> Any:
     """The Oracle's GGUF policy (grammar on) from ``oracle.policy``."""
     import oracle.policy  # noqa: F401 - registers "oracle"
@@ -160,6 +163,7 @@ def oracle_policy(
         fallback=fallback,
         max_stations=max_stations,
         prompt=prompt,
+        prompt_style=prompt_style,
     )
 
 
@@ -169,15 +173,14 @@ def gguf_episode(
     seed: int,
     max_stations: int = 8,
     prompt: str = "observation",
+    prompt_style: str = "v1",
 ) -> dict[str, Any]:
     """One full episode of the exported GGUF under the grammar, with no fallback:
     every decision is the model's own, so ``grammar_decisions == steps`` shows the
     GGUF acted throughout and ``invalid_action_pct`` is its true rate."""
     from evgrid_core import EVGridEnv
 
-    policy = oracle_policy(
-        gguf_path, fallback=None, max_stations=max_stations, prompt=prompt
-    )
+    policy = oracle_policy(gguf_path, None, max_stations, prompt, prompt_style)
     env = EVGridEnv()
     obs = env.reset(seed=seed, scenario=scenario)
     policy.reset(seed)
@@ -210,6 +213,7 @@ def heldout_kpis(
     hf_policy: Any = None,
     max_stations: int = 8,
     prompt: str = "observation",
+    prompt_style: str = "v1",
 ) -> dict[str, Any]:
     """Mean return and aggregated KPIs per policy on held-out (scenario, seed) pairs."""
     from evgrid_core.policies import make_policy
@@ -221,7 +225,10 @@ def heldout_kpis(
     if gguf_path is not None:
         makers = {
             "oracle": lambda: oracle_policy(
-                gguf_path, max_stations=max_stations, prompt=prompt
+                gguf_path,
+                max_stations=max_stations,
+                prompt=prompt,
+                prompt_style=prompt_style,
             ),
             **makers,
         }

@@ -635,7 +635,7 @@ def ship(
 ) -> Path:
     """Convert the adapter to GGUF into ``oracle/weights/`` and write TRAINING.md."""
     from oracle.gguf_export import convert_lora_to_gguf
-    from oracle.policy import SHIPPED_ADAPTER, WEIGHTS_DIR
+    from oracle.policy import SHIPPED_ADAPTER, SHIPPED_PROMPT, WEIGHTS_DIR
 
     from .logs import read_csv
     from .model import base_model_path
@@ -643,6 +643,9 @@ def ship(
     out = cfg.out
     adapter = adapter or latest_adapter(out)
     convert_lora_to_gguf(adapter, SHIPPED_ADAPTER, base_model_path(cfg))
+    SHIPPED_PROMPT.write_text(
+        json.dumps({"prompt_style": cfg.data.prompt_style}, indent=2) + "\n"
+    )
     history = read_csv(out / "logs" / "sft.csv")
     curves = WEIGHTS_DIR / "oracle-smollm2-sft.png"
     shutil.copyfile(out / "logs" / "sft.png", curves)
@@ -682,7 +685,8 @@ def ship(
         f"sha256 `{sha256(out / 'data' / 'train.jsonl')}`. Rows where the optimum "
         "strands an EV on purpose (`planned_invalid`) are left out.",
         *_played_line(cfg, out),
-        f"- Prompt: `oracle.prompt.decision_prompt` ({cfg.data.prompt_stations} "
+        f"- Prompt: `oracle.prompt.decision_prompt`, style {cfg.data.prompt_style} "
+        f"(`{SHIPPED_PROMPT.name}` beside the adapter; {cfg.data.prompt_stations} "
         "nearest stations, the shortest DEFERs, each option under a letter); answer: "
         "the letter of the optimum's action, loss on it and `<|im_end|>` only "
         "(`training/sft.py`); rows whose optimum action is not listed are not "

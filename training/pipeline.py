@@ -144,7 +144,12 @@ def _run(cfg: TrainConfig, stages: tuple[str, ...], log) -> dict[str, Any]:  # n
         e = cfg.eval
         stations = cfg.data.prompt_stations
         summary["gguf_episode"] = gguf_episode(
-            gguf, e.gguf_scenario, e.gguf_seed, stations, cfg.data.prompt
+            gguf,
+            e.gguf_scenario,
+            e.gguf_seed,
+            stations,
+            cfg.data.prompt,
+            cfg.data.prompt_style,
         )
         log(
             f"GGUF episode ({e.gguf_scenario}): "
@@ -159,6 +164,7 @@ def _run(cfg: TrainConfig, stages: tuple[str, ...], log) -> dict[str, Any]:  # n
                 e.baselines,
                 max_stations=stations,
                 prompt=cfg.data.prompt,
+                prompt_style=cfg.data.prompt_style,
             )
             for name, row in summary["heldout_kpis"].items():
                 log(f"held-out mean return {name}: {row['mean_return']:.2f}")
@@ -177,6 +183,7 @@ def _run(cfg: TrainConfig, stages: tuple[str, ...], log) -> dict[str, Any]:  # n
             cfg.grpo.max_completion_length,
             cfg.data.prompt_stations,
             cfg.data.prompt,
+            cfg.data.prompt_style,
         )
         summary["heldout_kpis"] = heldout_kpis(
             None, e.kpi_scenarios, list(range(*e.kpi_seeds)), e.baselines, hf

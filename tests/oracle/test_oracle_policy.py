@@ -18,7 +18,7 @@ import oracle.policy
 from evgrid_core import EVGridEnv, format_action
 from evgrid_core.policies import make_policy, policy_names
 from oracle.grammar import allowed_actions, max_answer_tokens
-from oracle.policy import GGUFPolicy
+from oracle.policy import GGUFPolicy, shipped_prompt_style
 from oracle.prompt import DECISION_STATIONS, IM_END, build_prompt, decision_prompt
 
 DEBUG_KEYS = {
@@ -72,7 +72,7 @@ def test_registered_as_oracle_and_says_what_is_missing(tmp_path, monkeypatch) ->
 
 def test_the_decision_prompt_is_asked_and_a_letter_answers_it() -> None:
     env, obs = first_obs()
-    p = decision_prompt(obs)
+    p = decision_prompt(obs, style=shipped_prompt_style())  # the shipped adapter's
     fake = FakeLlama(" B")  # the second option, as a model may write it
     policy = GGUFPolicy(llama=fake, prompt="decision", use_grammar=False)
     assert policy.max_stations == DECISION_STATIONS
