@@ -14,9 +14,11 @@ pytest.importorskip(
     "llama_cpp", reason="needs llama-cpp-python (scripts/setup.d/40-oracle.sh)"
 )
 
+from training import grpo as grpo_module  # noqa: E402
 from training.config import load_config  # noqa: E402
 from training.logs import read_csv  # noqa: E402
-from training.pipeline import run  # noqa: E402
+from training.pipeline import param_change, run  # noqa: E402
+from training.rewards import completion_text  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -54,13 +56,50 @@ def test_sft_cuts_the_answer_loss_and_trains_every_tensor(smoke):
     assert change["tensors_changed"] == change["tensors"] > 0  # a full fine-tune
 
 
-def test_grpo_changed_the_parameters(smoke):
+def test_grpo_moves_the_model_exactly_when_a_group_had_a_spread(smoke):
     s, out = smoke
+    rows = read_csv(out / "logs" / "grpo.csv")
     change = s["grpo_param_change"]
-    assert change["tensors_changed"] > 0 and change["max_abs_diff"] > 0.0
+    if any(r["frac_reward_zero_std"] < 1.0 for r in rows):
+        assert change["tensors_changed"] > 0 and change["max_abs_diff"] > 0.0
+    else:
+        # Every group's completions scored alike (the tiny model writes parseable
+        # lines but never copies the EV id, so all are invalid alike): advantages
+        # are zero and the KL term has no gradient at the start, so GRPO must not
+        # move. That it moves when rewards differ is the next test.
+        assert change["tensors_changed"] == 0 and change["max_abs_diff"] == 0.0
     merged = out / "merged"
     assert (merged / "model.safetensors").is_file()
     assert not (merged / "adapter_config.json").exists()  # LoRA folded in
+
+
+class _LengthRewards:
+    """A reward with a spread in every group: shorter completions score higher."""
+
+    def __init__(self, *_a, **_k) -> None:
+        pass
+
+    def functions(self):
+        def shortness(completions, **_kw):
+            return [-float(len(completion_text(c))) for c in completions]
+
+        return [shortness]
+
+    def weights(self) -> list[float]:
+        return [1.0]
+
+
+def test_grpo_moves_the_adapter_when_rewards_differ(smoke, tmp_path, monkeypatch):
+    s, out = smoke
+    monkeypatch.setattr(grpo_module, "EnvRewards", _LengthRewards)
+    cfg = dataclasses.replace(load_config("cpu-smoke"), output_dir=str(tmp_path))
+    rows = [json.loads(line) for line in (out / "data" / "train.jsonl").open()]
+    start = out / "sft"
+    merged, hist, _ = grpo_module.run_grpo(cfg, str(start), rows[:8], "cpu")
+    spreads = [h["frac_reward_zero_std"] for h in hist if "frac_reward_zero_std" in h]
+    assert spreads and min(spreads) < 1.0  # the reward did differ within a group
+    change = param_change(start, merged)
+    assert change["tensors_changed"] > 0 and change["max_abs_diff"] > 0.0
 
 
 def test_grpo_logs_reward_parts_validity_and_kl(smoke):
