@@ -103,6 +103,18 @@ class Candidates:
     def column(self, name: str) -> np.ndarray:
         return self.features[:, FEATURES.index(name)]
 
+    def late(self) -> np.ndarray:
+        """(n,) True for a ROUTE expected to plug in after the request's slack.
+
+        Expected plug-in: the drive plus the wait counting the EVs already routed
+        to that kind as queued (``wait_inbound_min``, the wait the Oracle's prompt
+        shows). Slack: the plug-in deadline of a critical EV, else when the EV gives
+        up. A late ROUTE is expected to lose the EV (or its deadline) on the way or
+        in the queue. DEFERs are never late: the validator keeps them within patience.
+        """
+        plug_in = self.column("travel_min") + self.column("wait_inbound_min")
+        return (self.column("is_defer") == 0.0) & (plug_in > self.column("slack_min"))
+
     def __len__(self) -> int:
         return len(self.actions)
 

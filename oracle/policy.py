@@ -57,9 +57,10 @@ PROMPTS = ("decision", "observation")
 
 
 def shipped_prompt_style(path: Path | None = None) -> str:
-    """The decision prompt's style the shipped adapter was trained on
-    (``oracle.prompt.PROMPT_STYLES``; ``oracle/weights/oracle.json``, written by
-    ``training.oracle_sft --ship``; "v1" where there is none: the first Oracle)."""
+    """The decision prompt's style the shipped Oracle is asked in
+    (``oracle.prompt.PROMPT_STYLES``: the one its adapter was trained on, or that
+    with a listing on top, ``[data] serve_prompt_style``; ``oracle/weights/oracle.json``,
+    written by ``training.oracle_sft --ship``; "v1" where there is none)."""
     path = path or SHIPPED_PROMPT
     if not path.is_file():
         return "v1"

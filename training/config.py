@@ -60,6 +60,10 @@ class DataConfig:
     # How the decision prompt's options read (oracle.prompt.PROMPT_STYLES); the
     # shipped adapter's style is recorded beside it (oracle/weights/oracle.json).
     prompt_style: str = "v1"
+    # The style the shipped Oracle is asked in, if not the one it was trained on
+    # (written to oracle/weights/oracle.json by --ship): "v1+on_time" serves a v1
+    # adapter with the late ROUTEs left out. "": prompt_style.
+    serve_prompt_style: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -258,9 +262,17 @@ def check_config(cfg: TrainConfig) -> None:
     llo, lhi = cfg.data.label_eval_seeds
     if llo < lhi and llo < hi and lo < lhi:
         raise ValueError("data.label_eval_seeds overlaps data.train_seeds")
-    if cfg.data.prompt_style not in ("v1", "v2"):
+    from oracle.prompt import PROMPT_STYLES
+
+    for key in ("prompt_style", "serve_prompt_style"):
+        style = getattr(cfg.data, key)
+        if style not in PROMPT_STYLES and (key == "prompt_style" or style):
+            raise ValueError(f"data.{key} is one of {PROMPT_STYLES}, not {style!r}")
+    serve = cfg.data.serve_prompt_style
+    if serve and serve.partition("+")[0] != cfg.data.prompt_style.partition("+")[0]:
         raise ValueError(
-            f"data.prompt_style is v1 or v2, not {cfg.data.prompt_style!r}"
+            f"data.serve_prompt_style {serve!r} reads options unlike the "
+            f"trained {cfg.data.prompt_style!r}: only the listing may differ"
         )
     plo, phi = cfg.data.played_seeds
     if cfg.data.played_generator and not plo < phi:

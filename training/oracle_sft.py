@@ -643,9 +643,8 @@ def ship(
     out = cfg.out
     adapter = adapter or latest_adapter(out)
     convert_lora_to_gguf(adapter, SHIPPED_ADAPTER, base_model_path(cfg))
-    SHIPPED_PROMPT.write_text(
-        json.dumps({"prompt_style": cfg.data.prompt_style}, indent=2) + "\n"
-    )
+    served = cfg.data.serve_prompt_style or cfg.data.prompt_style
+    SHIPPED_PROMPT.write_text(json.dumps({"prompt_style": served}, indent=2) + "\n")
     history = read_csv(out / "logs" / "sft.csv")
     curves = WEIGHTS_DIR / "oracle-smollm2-sft.png"
     shutil.copyfile(out / "logs" / "sft.png", curves)
@@ -686,7 +685,12 @@ def ship(
         "strands an EV on purpose (`planned_invalid`) are left out.",
         *_played_line(cfg, out),
         f"- Prompt: `oracle.prompt.decision_prompt`, style {cfg.data.prompt_style} "
-        f"(`{SHIPPED_PROMPT.name}` beside the adapter; {cfg.data.prompt_stations} "
+        + (
+            f"in training, served as {served} "
+            if served != cfg.data.prompt_style
+            else ""
+        )
+        + f"(`{SHIPPED_PROMPT.name}` beside the adapter; {cfg.data.prompt_stations} "
         "nearest stations, the shortest DEFERs, each option under a letter); answer: "
         "the letter of the optimum's action, loss on it and `<|im_end|>` only "
         "(`training/sft.py`); rows whose optimum action is not listed are not "

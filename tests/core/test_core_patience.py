@@ -199,3 +199,29 @@ def test_give_up_tick_is_the_end_of_tick_test(patience_minute: float, tm: int) -
     assert patience_minute < (g + 1) * tm  # gives up at the end of tick g ...
     assert g == 0 or not patience_minute < g * tm  # ... and not at the end of g - 1
     assert give_up_ticks([patience_minute, math.inf], tm).tolist() == [g, math.inf]
+
+
+@pytest.mark.parametrize("patience", [20, 60])
+def test_a_route_the_candidates_call_late_loses_the_ev(patience) -> None:
+    """``Candidates.late``: a ROUTE expected to plug in after the EV gives up. With 20
+    minutes of patience Majestic (25.7 min away, nothing queued) is late and the EV
+    sent there gives up on the road; with 60 it is not, and the EV is served. The
+    DEFERs, which the validator keeps within patience, are never late."""
+    from evgrid_core.actions import Route
+    from evgrid_core.candidates import candidates
+
+    env = episode(dict(tick=0, patience_min=patience, **CAR))
+    c = candidates(env.observation())
+    late = c.late()
+    plug_in = c.column("travel_min") + c.column("wait_inbound_min")
+    route = np.array([isinstance(a, Route) for a in c.actions])
+    assert late.dtype == bool and late.shape == (len(c),)
+    assert not late[~route].any()
+    assert (late[route] == (plug_in[route] > patience)).all()
+    majestic = c.lines.index("ROUTE E1 S1 FAST")
+    assert late[majestic] == (patience == 20)
+    assert not late[c.lines.index("ROUTE E1 S5 FAST")]  # Koramangala, 4.8 min away
+    env.step("ROUTE E1 S1 FAST")
+    while not env.done:
+        env.step(f"DEFER E{env.observation().request.id} 5")
+    assert env.kpi_summary()["gave_up"] == (1 if patience == 20 else 0)

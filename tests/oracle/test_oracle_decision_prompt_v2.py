@@ -64,9 +64,11 @@ def test_v2_lists_v1s_options_each_with_the_candidates_minutes(scenario) -> None
 
 def test_an_unknown_prompt_style_is_refused() -> None:
     obs = EVGridEnv().reset(seed=0, scenario="evening_peak")
-    assert PROMPT_STYLES == ("v1", "v2")
+    assert PROMPT_STYLES == ("v1", "v2", "v1+on_time", "v2+on_time")
     with pytest.raises(ValueError, match="prompt style is one of"):
         decision_prompt(obs, style="v3")
+    with pytest.raises(ValueError, match="prompt style is one of"):
+        decision_prompt(obs, style="v1+late")
 
 
 def test_the_shipped_style_is_read_from_the_record_beside_the_adapter(
@@ -88,6 +90,13 @@ def test_the_training_config_checks_the_prompt_style() -> None:
     assert cfg.data.prompt_style == "v2"
     with pytest.raises(ValueError, match="prompt_style"):
         config_with_overrides("cpu-smollm2-v2", ['data.prompt_style="v3"'])
+    assert config_with_overrides("cpu-smollm2", None).data.serve_prompt_style == (
+        "v1+on_time"
+    )
+    with pytest.raises(ValueError, match="serve_prompt_style"):  # not a style
+        config_with_overrides("cpu-smollm2", ['data.serve_prompt_style="v1+late"'])
+    with pytest.raises(ValueError, match="only the listing may differ"):
+        config_with_overrides("cpu-smollm2", ['data.serve_prompt_style="v2+on_time"'])
 
 
 def test_the_policy_asks_in_the_shipped_style_unless_told(
@@ -101,7 +110,7 @@ def test_the_policy_asks_in_the_shipped_style_unless_told(
     obs = EVGridEnv().reset(seed=0, scenario="evening_peak")
     monkeypatch.setattr(oracle.policy, "SHIPPED_PROMPT", tmp_path / "oracle.json")
     (tmp_path / "oracle.json").write_text(json.dumps({"prompt_style": "v2"}))
-    for told, style in ((None, "v2"), ("v1", "v1"), ("v2", "v2")):
+    for told, style in ((None, "v2"), ("v1", "v1"), ("v2", "v2"), ("v1+on_time",) * 2):
         fake = FakeLlama("B")
         policy = GGUFPolicy(
             llama=fake, prompt="decision", use_grammar=False, prompt_style=told

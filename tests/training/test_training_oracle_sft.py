@@ -151,6 +151,7 @@ def test_a_resumed_run_equals_an_unbroken_one_and_ships(tmp_path, monkeypatch) -
     weights.mkdir()
     monkeypatch.setattr(oracle.policy, "WEIGHTS_DIR", weights)
     monkeypatch.setattr(oracle.policy, "SHIPPED_ADAPTER", weights / "lora.gguf")
+    monkeypatch.setattr(oracle.policy, "SHIPPED_PROMPT", weights / "oracle.json")
     config_file = tmp_path / "preset.toml"
     config_file.write_text("# the preset\n")
     pytest.importorskip("llama_cpp", reason="the converter ships with llama-cpp-python")
@@ -158,4 +159,6 @@ def test_a_resumed_run_equals_an_unbroken_one_and_ships(tmp_path, monkeypatch) -
     assert shipped == weights / "lora.gguf" and shipped.stat().st_size > 0
     record = (weights / "TRAINING.md").read_text()
     assert "# the preset" in record and "sha256" in record
+    # the style it is asked in, beside it (the real record untouched)
+    assert json.loads((weights / "oracle.json").read_text()) == {"prompt_style": "v1"}
     assert (weights / "oracle-smollm2-sft.png").stat().st_size > 1000
