@@ -179,8 +179,7 @@ def decision_prompt(
     left_out = np.zeros(len(cands), dtype=bool)
     if listing == "on_time":
         late = cands.late()
-        is_route = np.array([isinstance(a, Route) for a in cands.actions])
-        if (is_route & ~late).any():
+        if ((cands.column("is_defer") == 0.0) & ~late).any():  # an on-time ROUTE
             left_out = late
     by_station: dict[int, list[int]] = {}
     defers: list[int] = []
