@@ -111,6 +111,12 @@ DECISION_SYSTEM = (
 PROMPT_STYLES = ("v1", "v2", "v1+on_time", "v2+on_time")
 
 
+def style_parts(style: str) -> tuple[str, str]:
+    """(reading, listing) of a prompt style: "v1+on_time" -> ("v1", "on_time")."""
+    reading, _, listing = style.partition("+")
+    return reading, listing
+
+
 @dataclass(frozen=True)
 class DecisionPrompt:
     """One decision's prompt: the chat messages and the options it lists.
@@ -158,7 +164,7 @@ def decision_prompt(
     """
     if style not in PROMPT_STYLES:
         raise ValueError(f"prompt style is one of {PROMPT_STYLES}, not {style!r}")
-    style, _, listing = style.partition("+")
+    style, listing = style_parts(style)
     r = obs.request
     cands = candidates(obs)
     if r is None or not len(cands):

@@ -262,17 +262,21 @@ def check_config(cfg: TrainConfig) -> None:
     llo, lhi = cfg.data.label_eval_seeds
     if llo < lhi and llo < hi and lo < lhi:
         raise ValueError("data.label_eval_seeds overlaps data.train_seeds")
-    from oracle.prompt import PROMPT_STYLES
+    from oracle.prompt import PROMPT_STYLES, style_parts
 
-    for key in ("prompt_style", "serve_prompt_style"):
-        style = getattr(cfg.data, key)
-        if style not in PROMPT_STYLES and (key == "prompt_style" or style):
-            raise ValueError(f"data.{key} is one of {PROMPT_STYLES}, not {style!r}")
-    serve = cfg.data.serve_prompt_style
-    if serve and serve.partition("+")[0] != cfg.data.prompt_style.partition("+")[0]:
+    trained, serve = cfg.data.prompt_style, cfg.data.serve_prompt_style
+    if trained not in PROMPT_STYLES:
+        raise ValueError(
+            f"data.prompt_style is one of {PROMPT_STYLES}, not {trained!r}"
+        )
+    if serve and serve not in PROMPT_STYLES:
+        raise ValueError(
+            f"data.serve_prompt_style is one of {PROMPT_STYLES}, not {serve!r}"
+        )
+    if serve and style_parts(serve)[0] != style_parts(trained)[0]:
         raise ValueError(
             f"data.serve_prompt_style {serve!r} reads options unlike the "
-            f"trained {cfg.data.prompt_style!r}: only the listing may differ"
+            f"trained {trained!r}: only the listing may differ"
         )
     plo, phi = cfg.data.played_seeds
     if cfg.data.played_generator and not plo < phi:
