@@ -13,10 +13,12 @@ and the Oracle's GBNF grammar are both generated from it, so they cannot drift.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
+from numbers import Integral
 
-from .chargers import KIND_NAMES, ChargerKind
+from .chargers import KIND_NAMES, N_KINDS, ChargerKind
 
 # --- Vocabulary -------------------------------------------------------------
 # The charger kinds (ROUTE's last word) are the rows of ``chargers.CHARGERS``.
@@ -100,7 +102,15 @@ MAX_ACTION_CHARS = max(
 
 
 def format_action(action: Action) -> str:
-    """The canonical one-line text of a typed action."""
+    """The canonical one-line text of a typed action.
+
+    Whole numbers outside the syntax's sets are written as they are (``DEFER E1 7``:
+    the parser refuses that line as it refuses the typed action); an action with no
+    line at all (a NaN, a float, a kind that is not a charger kind) is a
+    ``ValueError``. ``describe_action`` never raises.
+    """
+    if not _has_text(action):
+        raise ValueError(f"{action!r} has no text form: {field_problem(action)}")
     if isinstance(action, Route):
         return f"ROUTE E{action.ev} S{action.station} {ChargerKind(action.kind).name}"
     if isinstance(action, Defer):
@@ -108,6 +118,75 @@ def format_action(action: Action) -> str:
     if isinstance(action, LoadShift):
         return f"LOAD_SHIFT S{action.station} {action.cap_pct} {action.minutes}"
     raise TypeError(f"not an action: {action!r}")
+
+
+def describe_action(action: object) -> str:
+    """The action's text, or its repr when it has none (``Defer(3, nan)``): what a
+    step's info and a log show."""
+    return format_action(action) if _has_text(action) else repr(action)[:200]  # type: ignore[arg-type]
+
+
+def _has_text(action: object) -> bool:
+    if not isinstance(action, Action):
+        return False
+    numbers = [getattr(action, f) for f in action.__slots__ if f != "kind"]
+    if not all(map(_whole, numbers)):
+        return False
+    return not isinstance(action, Route) or (
+        _whole(action.kind) and 0 <= action.kind < N_KINDS
+    )
+
+
+# --- Field checks -------------------------------------------------------------------
+# The typed dataclasses admit any value (a policy's bug must reach the validator,
+# which refuses it like any invalid answer); this is what the text syntax already
+# forbids, stated for the typed form: every way an action arrives (text, typed,
+# an index, the wire) is judged by it first (``rules.validate_action``).
+
+
+def _whole(value: object) -> bool:
+    """A whole number: an int or numpy integer, not a bool, NaN or a float."""
+    return isinstance(value, Integral) and not isinstance(value, bool)
+
+
+def field_problem(action: object) -> str | None:
+    """Why the action's fields are outside the syntax (None when they are within).
+
+    Ids must be whole numbers from 1, the kind one of the charger kinds, DEFER's and
+    LOAD_SHIFT's numbers from their fixed sets: exactly what the parser accepts.
+    Whether the named EV or station may take it now is the validator's question.
+    """
+    if not isinstance(action, Action):
+        return f"not an action: {type(action).__name__}"
+    for name in ("ev", "station"):
+        if hasattr(action, name):
+            value = getattr(action, name)
+            if not _whole(value) or value < 1:
+                return f"{name} must be a whole number from 1, got {_show(value)}"
+    if isinstance(action, Route):
+        kind = action.kind
+        if not _whole(kind) or not 0 <= kind < N_KINDS:
+            return f"kind must be one of {'|'.join(KIND_NAMES)}, got {_show(kind)}"
+    elif isinstance(action, Defer):
+        if not _whole(action.minutes) or action.minutes not in DEFER_MINUTES:
+            return _choice("DEFER minutes", DEFER_MINUTES, action.minutes)
+    else:
+        if not _whole(action.cap_pct) or action.cap_pct not in SHIFT_CAP_PCT:
+            return _choice("LOAD_SHIFT cap_pct", SHIFT_CAP_PCT, action.cap_pct)
+        if not _whole(action.minutes) or action.minutes not in SHIFT_MINUTES:
+            return _choice("LOAD_SHIFT minutes", SHIFT_MINUTES, action.minutes)
+    return None
+
+
+def _choice(what: str, allowed: tuple[int, ...], got: object) -> str:
+    return f"{what} must be one of {', '.join(map(str, allowed))}, got {_show(got)}"
+
+
+def _show(value: object) -> str:
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def parse_action(text: object) -> Action | Invalid:

@@ -26,7 +26,7 @@ from .actions import (
     Invalid,
     LoadShift,
     Route,
-    format_action,
+    describe_action,
     parse_action,
 )
 from .city import City, load_city
@@ -158,7 +158,7 @@ class EVGridEnv:
         self.last_info = {
             "valid": ok,
             "reason": reason,
-            "action": text if text is not None else format_action(parsed),  # type: ignore[arg-type]
+            "action": text if text is not None else describe_action(parsed),
             "ev": ev + 1,
             "reward_parts": parts,
             "tick": w.tick,

@@ -266,6 +266,21 @@ class LoadShiftSpam(GreedyETA):
         return super().act(obs)
 
 
+class DeferIntoThePast(GreedyETA):
+    """Typed DEFERs of -5 minutes for EVs whose patience outlasts the episode, else greedy."""
+
+    # The exploit once found in the typed API: such an EV was scheduled into a past
+    # tick, never came back and was never billed. The validator refuses it now.
+    name = "defer_into_the_past"
+
+    def act(self, obs: Observation) -> Action | str:
+        r = obs.request
+        left = (obs.n_ticks - obs.tick) * DEFAULTS.tick_minutes  # [min] to the end
+        if r is not None and r.patience_left_min > left:
+            return Defer(r.id, -5)
+        return super().act(obs)
+
+
 # --- Registry ------------------------------------------------------------------------------
 BASELINES = (
     RandomValid,
@@ -275,7 +290,13 @@ BASELINES = (
     PriceRenewable,
     UrgencyFirst,
 )
-ADVERSARIAL = (AlwaysDefer, AlwaysInvalid, AllToOneStation, LoadShiftSpam)
+ADVERSARIAL = (
+    AlwaysDefer,
+    AlwaysInvalid,
+    AllToOneStation,
+    LoadShiftSpam,
+    DeferIntoThePast,
+)
 _REGISTRY: dict[str, Callable[..., Policy]] = {
     cls.name: cls for cls in (*BASELINES, *ADVERSARIAL)
 }

@@ -12,15 +12,23 @@ from __future__ import annotations
 
 import numpy as np
 
-from .actions import DEFER_MINUTES, Action, Defer, LoadShift, Route
+from .actions import DEFER_MINUTES, Action, Defer, LoadShift, Route, field_problem
 from .chargers import CHARGER_DC, KIND_NAMES, KINDS_BY_INLET, N_KINDS
 from .world import World
 
 
 def validate_action(w: World, action: Action) -> tuple[bool, str]:
-    """Is ``action`` allowed now? Returns (ok, reason); reason is "" when ok."""
+    """Is ``action`` allowed now? Returns (ok, reason); reason is "" when ok.
+
+    The one validator, whichever way the action arrived (text, typed, an index, the
+    wire): first its fields against the syntax (``field_problem``: a typed
+    ``Defer(ev, -5)`` is refused as the line ``DEFER E1 -5`` is), then the state.
+    """
     if w.finished or not w.pending:
         return False, "the episode is over"
+    problem = field_problem(action)
+    if problem is not None:
+        return False, problem
     ev = w.pending[0]
     if isinstance(action, (Route, Defer)):
         # Any EV waiting for a decision at this tick may be decided, the named one first

@@ -299,12 +299,14 @@ class World:
             self.shifts_this_tick = 0
 
     def _settle_unmet(self, parts: dict[str, float], kpis) -> None:  # noqa: ANN001
-        """At the end, energy still owed to EVs on their way, queued or charging costs.
+        """At the end, energy still owed to EVs deferred, on their way, queued or
+        charging costs.
 
         Without this, charging slowly (or late) would be cheaper simply because part of
-        the energy falls after the episode ends.
+        the energy falls after the episode ends. (The DEFER rule brings every deferred
+        EV back before the end; were one still deferred, it is owed all the same.)
         """
-        owed = (self.status >= TRAVELING) & (self.status <= CHARGING)
+        owed = (self.status >= DEFERRED) & (self.status <= CHARGING)
         if owed.any():
             a = self.arrivals
             need = charging.need_kwh(self.soc[owed], a.target[owed], a.battery_kwh[owed],
