@@ -325,7 +325,8 @@ def run(args: argparse.Namespace, version: str, their_py: str, folder: str, tmp:
           f"(1 port each), {info['transformers']} transformer, {info['timescale']}-minute "
           f"steps, {info['simulation_length']} steps/episode, random actions "
           f"(action_space.sample(), seeded): V2GProfitMax.yaml at 5 minutes")  # fmt: skip
-    print(f"ours (Python {sys.version.split()[0]}): EVGridEnv, {args.scenario}, "
+    core = Path(sys.modules["evgrid_core"].__file__ or "").parent
+    print(f"ours (Python {sys.version.split()[0]}, {core}): EVGridEnv, {args.scenario}, "
           f"25 stations, 5-minute ticks, actions recorded with {args.policy} and replayed")  # fmt: skip
     print(f"step only on both sides (reset and actions outside the clock); batch {args.batch}; "
           f"set-up {time.perf_counter() - t0:.1f} s")  # fmt: skip
