@@ -12,7 +12,7 @@ when invalid.
 from __future__ import annotations
 
 import concurrent.futures as cf
-from collections import deque
+from collections import Counter, deque
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,6 +29,9 @@ from evgrid_core import (
 from evgrid_core.actions import DEFER_MINUTES, SHIFT_CAP_PCT, SHIFT_MINUTES
 from evgrid_core.chargers import CHARGER_KW, N_KINDS
 from evgrid_core.policies import make_policy, policy_names
+from evgrid_core.trace import episode_trace
+
+from .events import event_log, scenario_events
 
 VERBS = ("ROUTE", "DEFER", "LOAD_SHIFT")
 # The kind preselected for a new request: FAST where it can, else the most power.
@@ -55,6 +58,8 @@ class Decision:
     debug: dict[str, Any] | None = None
     gave_up: tuple[int, ...] = ()  # EVs whose patience ran out as the clock ran on
     place: str = ""  # the named station's name (ROUTE, LOAD_SHIFT), as the map shows it
+    verb: str = ""  # ROUTE, DEFER or LOAD_SHIFT (the applied action's; "" if invalid)
+    forced: bool = False  # invalid because the EV had no valid action left at all
 
 
 @dataclass
@@ -94,6 +99,7 @@ class Controller:
         grid: str = "feeder_sum",  # the grid model (evgrid_core.grid.GRID_MODELS)
     ) -> None:
         self.scenario, self.seed, self.model_path = scenario, seed, model_path
+        self.grid = grid
         self.env = EVGridEnv(SimConfig(grid=grid))
         self.tick_minutes = self.env.config.tick_minutes
         self.soft_limit = self.env.config.soft_limit
@@ -122,6 +128,18 @@ class Controller:
         self.decisions.clear()
         self.recent.clear()
         self.feeder_history: list[tuple[float, tuple[float, ...]]] = []
+        # The scenario's events (fault, derating, closure, DT swap, surge) and the
+        # log's lines for their starts and ends; each feeder's limit per tick [kW]
+        # and its rating [kW] (the chart's limit lines, the MW figures).
+        sc, city = self.env.scenario, self.env.city
+        self.events = scenario_events(sc, city)
+        self.event_lines = event_log(
+            self.events, self.tick_minutes, sc.start_minute, sc.n_ticks
+        )
+        self.feeder_limit_kw = episode_trace(self.env).capacity_kw  # (T, F)
+        self.feeder_rated_kw = tuple(float(f.capacity_kw) for f in city.feeders)
+        self.sources: Counter[str] = Counter()  # decisions per policy (or manual)
+        self.forced: list[Decision] = []  # invalid with no valid action left
         self._step_once = False
         self.refresh()
 
@@ -138,6 +156,10 @@ class Controller:
     @property
     def env_minute(self) -> float:
         return float(self.env.tick * self.tick_minutes)
+
+    def logged_events(self, minute: float) -> list[tuple[float, str]]:
+        """The events' log lines due by ``minute`` (the display clock), newest first."""
+        return [e for e in reversed(self.event_lines) if e[0] <= minute + 1e-9]
 
     @property
     def end_minute(self) -> float:
@@ -236,6 +258,12 @@ class Controller:
                 (e["node"] for e in self.state["evs"] if e["id"] == request), None
             )
         minute, clock = self.env_minute, self.state["clock"]
+        obs = self.obs  # what the decision saw: had the EV any valid action left?
+        stuck = (
+            obs.request is not None
+            and not obs.route_mask.any()
+            and not obs.defer_options
+        )
         res = self.env.step(action)
         info = res.info
         applied = parse_action(info["action"]) if info["valid"] else None
@@ -258,7 +286,14 @@ class Controller:
             debug=debug,
             gave_up=tuple(info.get("gave_up", ())),
             place=place,
+            verb=type(applied).__name__.upper().replace("LOADSHIFT", "LOAD_SHIFT")
+            if applied is not None
+            else "",
+            forced=stuck and not info["valid"],
         )
+        self.sources[source] += 1
+        if d.forced:
+            self.forced.append(d)
         self.decisions.appendleft(d)
         self.recent.appendleft(d)
         self.refresh()

@@ -9,11 +9,13 @@ from dataclasses import dataclass
 import pygame
 
 from evgrid_core import CHARGERS, KPI_UNITS, get_scenario
-from evgrid_core.observation import HT_FLOOR_PU
 
 from . import theme
 from .chart import Chart, draw_feeder_chart
+from .feeder_rows import FeederRows, ev_tint, util_label
 from .sprites import sprite
+
+__all__ = ["KPI_ROWS", "Panel", "ViewFlags", "display_clock", "ev_tint", "util_label"]
 
 KEYS_HELP = (
     ("Space", "pause / resume"),
@@ -52,7 +54,12 @@ KPI_ROWS = (
     ("return", "return", "{:+.1f}"),
 )
 assert all(k in KPI_UNITS for k, _, _ in KPI_ROWS)
-VOLT_COLUMN = 42  # [px] the feeders' lowest voltage, network grid models only
+# KPIs that mean nothing yet: shown as a dash until the episode has what they
+# divide by (no EV plugged in, no energy delivered).
+NOT_YET = {
+    "critical_on_time_pct": "evs_plugged_in",
+    "renewable_share_pct": "energy_kwh",
+}
 
 
 @dataclass
@@ -77,10 +84,19 @@ def display_clock(ctrl) -> tuple[str, int]:  # noqa: ANN001
 class Panel:
     def __init__(self, rect: pygame.Rect, text: theme.TextCache) -> None:
         self.rect, self.text = rect, text
-        self.gauge_rects: dict[int, pygame.Rect] = {}  # feeder id -> bar (tests)
-        self.volt_rects: dict[int, pygame.Rect] = {}  # feeder id -> voltage (tests)
+        self.feeders = FeederRows(text)
+        self.log_lines: list[str] = []  # the decision log's lines, as drawn (tests)
+        self.kpi_text: dict[str, str] = {}  # KPI key -> its value as drawn (tests)
         self.breakdown_rects: list[pygame.Rect] = []  # the reward parts' lines
         self.chart: Chart | None = None
+
+    @property
+    def gauge_rects(self) -> dict[int, pygame.Rect]:  # feeder id -> bar (tests)
+        return self.feeders.gauge_rects
+
+    @property
+    def volt_rects(self) -> dict[int, pygame.Rect]:  # feeder id -> voltage (tests)
+        return self.feeders.volt_rects
 
     def _t(self, surf, s: str, pos, size=13, colour=theme.TEXT, bold=False):  # noqa: ANN001, ANN202
         img = self.text.get(s, size, colour, bold)
@@ -132,9 +148,9 @@ class Panel:
         frac = min(1.0, minute / max(1.0, ctrl.end_minute))
         pygame.draw.rect(surf, theme.ACCENT, (x, y, int(w * frac), 4), border_radius=2)
         y += 12
-        y = self._feeders(surf, ctrl, x, y, w)
+        y = self.feeders.draw(surf, ctrl, x, y, w, min(tick, st["n_ticks"] - 1))
         y = self._decisions(surf, ctrl, x, y + 4, w)
-        y = self._kpis(surf, st["kpis"], x, y + 4, w)
+        y = self._kpis(surf, ctrl, x, y + 4, w)
         legend_y = r.bottom - 58
         self.chart = None
         if legend_y - y > 80:
@@ -165,179 +181,139 @@ class Panel:
         pygame.draw.line(surf, theme.ROUTE, (cx, y + 7), (cx + 14, y + 7), 3)
         self._t(surf, "route chosen", (cx + 18, y), 11, theme.TEXT_DIM)
         y += 17
-        self._t(
+        cx = x + self._t(
             surf,
-            "number in a ring: station S#  ·  H keys  ·  M manual  ·  click: details",
+            "ring number: S#  ·  H keys  ·  click: details",
             (x, y),
             11,
             theme.TEXT_DIM,
         )
-
-    def _feeders(self, surf, ctrl, x, y, w):  # noqa: ANN001, ANN202
-        surf.blit(sprite("feeder", 18), (x, y))
-        self._t(surf, "BESCOM 11 kV feeders", (x + 22, y + 1), 13, theme.TEXT, True)
-        # What the bars show: the EV share (lighter), the soft limit and 100 %.
-        soft = f"{ctrl.soft_limit * 100:.0f} %"
-        volts = ctrl.obs.feeder_min_voltage_pu  # the network grid models only
-        volt_w = 0 if volts is None else VOLT_COLUMN
-        self.volt_rects = {}
-        cx = x + w
-        if volts is not None:
-            cx -= self.text.get("min p.u.", 10, theme.TEXT_DIM).get_width()
-            self._t(surf, "min p.u.", (cx, y + 3), 10, theme.TEXT_DIM)
-            cx -= 14
-        for label, col in (("100 %", theme.OVER), (soft, theme.WARN)):
-            cx -= self.text.get(label, 10, theme.TEXT_DIM).get_width()
-            self._t(surf, label, (cx, y + 3), 10, theme.TEXT_DIM)
-            _mark(surf, col, cx - 5, y + 3, y + 14)
-            cx -= 14
-        cx -= self.text.get("EV", 10, theme.TEXT_DIM).get_width()
-        self._t(surf, "EV", (cx, y + 3), 10, theme.TEXT_DIM)
-        pygame.draw.rect(surf, ev_tint(theme.OK), (cx - 12, y + 4, 9, 10))
-        y += 22
-        bar_x, bar_w = x + 92, w - 92 - 50 - volt_w
-        shed_kw = ctrl.obs.feeder_shed_kw  # [kW] EV charging the protection shed
-        for f in ctrl.state["feeders"]:
-            u = f["utilisation"]
-            shed = float(shed_kw[f["id"] - 1])
-            colour = theme.stress_colour(u, ctrl.soft_limit)
-            name = f["name"].split(" (")[0]
-            pygame.draw.rect(
-                surf,
-                theme.feeder_colour(f["id"] - 1),
-                (x, y + 3, 8, 8),
-                border_radius=2,
-            )
-            self._t(surf, f"F{f['id']} {name}", (x + 12, y), 11, theme.TEXT)
-            full = 1.2  # the bar spans 0..120 %
-            bar = pygame.Rect(bar_x, y + 1, bar_w, 12)
-            self.gauge_rects[f["id"]] = bar
-            pygame.draw.rect(surf, (44, 50, 64), bar, border_radius=3)
-            fill = int(bar_w * min(u, full) / full)
-            if fill > 0:
-                pygame.draw.rect(
-                    surf, colour, (bar_x, bar.y, fill, 12), border_radius=3
-                )
-            ev_frac = f["ev_kw"] / f["capacity_kw"] if f["capacity_kw"] else 0.0
-            ev_w = min(fill, int(bar_w * min(ev_frac, full) / full))
-            if ev_w > 0:  # the EV share of the load: the fill's right part, lighter
-                pygame.draw.rect(
-                    surf, ev_tint(colour), (bar_x + fill - ev_w, bar.y, ev_w, 12)
-                )
-            if shed > 0:  # the EV load asked above capacity and cut: red past 100 %
-                cut = shed / f["capacity_kw"] if f["capacity_kw"] else full
-                cut_w = max(2, int(bar_w * min(cut, full - 1.0) / full))
-                lx = bar_x + int(bar_w / full)
-                pygame.draw.rect(surf, theme.OVER, (lx, y + 4, cut_w, 6))
-            for lim, col in ((ctrl.soft_limit, theme.WARN), (1.0, theme.OVER)):
-                _mark(surf, col, bar_x + int(bar_w * lim / full), bar.y, bar.bottom)
-            label = (
-                ("shed", theme.OVER)
-                if shed > 0
-                else (util_label(u, ctrl.soft_limit), colour)
-            )
-            self._t(surf, label[0], (bar_x + bar_w + 7, y), 11, label[1], True)
-            if volts is not None:
-                self._volt(surf, float(volts[f["id"] - 1]), x + w, y, f["id"])
-            y += 17
-        return y
-
-    def _volt(
-        self, surf: pygame.Surface, v: float, right: int, y: int, feeder: int
-    ) -> None:
-        """A feeder's lowest voltage, right-aligned at ``right``: red below the
-        11 kV floor."""
-        low = v < HT_FLOOR_PU
-        img = self.text.get(f"{v:.3f}", 11, theme.OVER if low else theme.TEXT, low)
-        surf.blit(img, (right - img.get_width(), y))
-        self.volt_rects[feeder] = img.get_rect(topright=(right, y))
+        pygame.draw.circle(surf, theme.EVENT, (cx + 14, y + 7), 6, 2)
+        self._t(surf, "event (fault…)", (cx + 24, y), 11, theme.TEXT_DIM)
 
     def _decisions(self, surf, ctrl, x, y, w):  # noqa: ANN001, ANN202
-        self._t(surf, "Decisions and reward", (x, y), 13, theme.TEXT, True)
+        """The log, newest first: decisions, and the scenario's events as they
+        start and end (in the event colour). The newest decision gets its reward
+        parts and notes."""
+        self._t(surf, "Decisions, events and reward", (x, y), 13, theme.TEXT, True)
         y += 20
-        self.breakdown_rects = []
-        if not ctrl.decisions:
+        self.breakdown_rects, self.log_lines = [], []
+        entries: list[tuple[float, int, object]] = [
+            (m, 0, line) for m, line in ctrl.logged_events(ctrl.display_minute)
+        ]
+        entries += [(d.minute, 1, d) for d in ctrl.decisions]
+        entries.sort(key=lambda e: (e[0], e[1]), reverse=True)
+        if not entries:
             self._t(surf, "(none yet)", (x, y), 11, theme.TEXT_DIM)
             y += 16
-        for i, d in enumerate(list(ctrl.decisions)[:4]):
-            colour = theme.TEXT if d.valid else theme.BAD
-            rw = self.text.get(
-                f"{d.reward:+.2f}",
-                12,
-                theme.TEXT if d.reward > -0.5 else theme.WARN,
-                True,
-            )
-            surf.blit(rw, (x + w - rw.get_width(), y))
-            tw = self._t(surf, f"{d.clock} {d.action}", (x, y), 12, colour, i == 0)
-            after = x + tw + 6
-            if d.place:  # the station's name, as the map labels it
-                self._t(surf, f"→ {d.place}", (after, y + 1), 11, theme.ROUTE)
-                after += self.text.get(f"→ {d.place}", 11, theme.ROUTE).get_width() + 6
-            tag = self.text.get("manual", 10, theme.ACCENT)
-            if d.source == "manual" and after + tag.get_width() < x + w - 50:
-                surf.blit(tag, (after, y + 2))
-            y += 16
-            if i:
+        newest = ctrl.decisions[0] if ctrl.decisions else None
+        for _, _, entry in entries[:4]:
+            if isinstance(entry, str):  # an event's start or end
+                self.log_lines.append(f"⚡ {entry}")
+                for line in theme.wrap(self.text, f"⚡ {entry}", 11, w):
+                    self._t(surf, line, (x, y), 11, theme.EVENT)
+                    y += 15
                 continue
-            parts = [f"{k} {v:+.2f}" for k, v in d.parts.items() if abs(v) >= 0.005]
-            notes = [("   ".join(parts) or "no cost", theme.TEXT_DIM, True)]
-            if not d.valid:
-                notes.append((d.reason, theme.BAD, False))
-            if d.gave_up:
-                ids = " ".join(f"E{e}" for e in d.gave_up)
-                notes.append((f"gave up (out of patience): {ids}", theme.WARN, False))
-            if d.debug:
-                dbg = d.debug
-                raw = str(dbg.get("raw", ""))[:40]
-                line = f"{dbg.get('source', '?')} · {dbg.get('latency_ms', 0):.0f} ms · {raw!r}"
-                notes.append((line, theme.ACCENT, False))
-            for note, col, breakdown in notes:
-                for line in theme.wrap(self.text, note, 10, w - 8):
-                    img = self.text.get(line, 10, col)
-                    surf.blit(img, (x + 8, y))
-                    if breakdown:
-                        self.breakdown_rects.append(img.get_rect(topleft=(x + 8, y)))
-                    y += 14
+            y = self._decision(surf, entry, entry is newest, x, y, w)
         return y
 
-    def _kpis(self, surf, kpis, x, y, w):  # noqa: ANN001, ANN202
-        self._t(surf, "Episode KPIs", (x, y), 13, theme.TEXT, True)
+    def _decision(self, surf, d, newest: bool, x, y, w):  # noqa: ANN001, ANN202
+        colour = theme.TEXT if d.valid else theme.BAD
+        rw = self.text.get(
+            f"{d.reward:+.2f}", 12, theme.TEXT if d.reward > -0.5 else theme.WARN, True
+        )
+        surf.blit(rw, (x + w - rw.get_width(), y))
+        tw = self._t(surf, f"{d.clock} {d.action}", (x, y), 12, colour, newest)
+        self.log_lines.append(f"{d.clock} {d.action}")
+        after = x + tw + 6
+        if d.place:  # the station's name, as the map labels it
+            # A ROUTE sends the EV there (the route's arrow); a LOAD_SHIFT caps it.
+            place = f"→ {d.place}" if d.verb == "ROUTE" else f"at {d.place}"
+            col = theme.ROUTE if d.verb == "ROUTE" else theme.WARN
+            img = self.text.get(place, 11, col)
+            if (
+                after + img.get_width() < x + w - rw.get_width() - 6
+            ):  # never over the reward
+                surf.blit(img, (after, y + 1))
+                after += img.get_width() + 6
+        tag = self.text.get("manual", 10, theme.ACCENT)
+        if d.source == "manual" and after + tag.get_width() < x + w - 50:
+            surf.blit(tag, (after, y + 2))
+        y += 16
+        if not newest:
+            return y
+        parts = [f"{k} {v:+.2f}" for k, v in d.parts.items() if abs(v) >= 0.005]
+        notes = [("   ".join(parts) or "no cost", theme.TEXT_DIM, True)]
+        if d.forced:
+            notes.append((forced_note(d), theme.WARN, False))
+        elif not d.valid:
+            notes.append((d.reason, theme.BAD, False))
+        if d.gave_up:
+            ids = " ".join(f"E{e}" for e in d.gave_up)
+            notes.append((f"gave up (out of patience): {ids}", theme.WARN, False))
+        if d.debug:
+            dbg = d.debug
+            raw = str(dbg.get("raw", ""))[:40]
+            line = f"{dbg.get('source', '?')} · {dbg.get('latency_ms', 0):.0f} ms · {raw!r}"
+            notes.append((line, theme.ACCENT, False))
+        for note, col, breakdown in notes:
+            self.log_lines.append(note)
+            for line in theme.wrap(self.text, note, 10, w - 8):
+                img = self.text.get(line, 10, col)
+                surf.blit(img, (x + 8, y))
+                if breakdown:
+                    self.breakdown_rects.append(img.get_rect(topleft=(x + 8, y)))
+                y += 14
+        return y
+
+    def _kpis(self, surf, ctrl, x, y, w):  # noqa: ANN001, ANN202
+        kpis = ctrl.state["kpis"]
+        head = "Episode KPIs"
+        if len(ctrl.sources) > 1:  # after P: say who made the decisions
+            total = sum(ctrl.sources.values())
+            mix = ", ".join(
+                f"{name} {100 * n / total:.0f} %"
+                for name, n in ctrl.sources.most_common(3)
+            )
+            head += f" · {mix}"
+        for line in theme.wrap(self.text, head, 13, w, True)[:1]:
+            self._t(surf, line, (x, y), 13, theme.TEXT, True)
         y += 20
         col_w = w // 2
+        self.kpi_text = {}
         for i, (key, label, fmt) in enumerate(KPI_ROWS):
             cx = x + (i % 2) * col_w
             cy = y + (i // 2) * 17
-            if cy > self.rect.bottom - 16:
+            if cy > self.rect.bottom - 58 - 20:  # the legend's top
                 break
             value = float(kpis.get(key, 0.0))
+            shown = fmt.format(value)
+            if key in NOT_YET and not kpis.get(NOT_YET[key]):
+                shown = "–"
+            elif key == "invalid_action_pct" and ctrl.forced:
+                shown += f" ({len(ctrl.forced)} forced)"
+            self.kpi_text[key] = shown
             self._t(surf, label, (cx, cy), 11, theme.TEXT_DIM)
-            v = self.text.get(fmt.format(value), 11, theme.TEXT, True)
+            v = self.text.get(shown, 11, theme.TEXT, True)
             surf.blit(v, (cx + col_w - v.get_width() - 8, cy))
-        return y + ((len(KPI_ROWS) + 1) // 2) * 17
+        y += ((len(KPI_ROWS) + 1) // 2) * 17
+        room = (self.rect.bottom - 58 - 10 - y) // 13
+        if ctrl.forced and room > 0:  # why the invalid share is not zero, here
+            ids = ", ".join(f"E{d.ev} {d.clock}" for d in ctrl.forced[-3:])
+            note = (
+                f"invalid: {ids} had no valid action left (no station in range, "
+                "DEFERs used up): counted invalid, turned away"
+            )
+            self.log_lines.append(note)
+            for line in theme.wrap(self.text, note, 10, w)[: min(2, room)]:
+                self._t(surf, line, (x, y - 2), 10, theme.WARN)
+                y += 13
+        return y
 
 
-def _mark(
-    surf: pygame.Surface, colour: theme.Colour, x: int, top: int, bottom: int
-) -> None:
-    """A limit mark that shows on any fill: a dark line through the bar, notches
-    of ``colour`` above and below it."""
-    pygame.draw.line(surf, theme.PANEL_BG, (x, top), (x, bottom - 1), 2)
-    pygame.draw.line(surf, colour, (x, top - 3), (x, top - 1), 2)
-    pygame.draw.line(surf, colour, (x, bottom), (x, bottom + 2), 2)
-
-
-def ev_tint(colour: theme.Colour) -> theme.Colour:
-    """The lighter shade that marks the EV share of a feeder's load."""
-    return tuple(round(c + (255 - c) * 0.55) for c in colour)  # type: ignore[return-value]
-
-
-def util_label(u: float, soft_limit: float) -> str:
-    """``u`` as a percentage with as many decimals as it takes for the number
-    shown to fall on the same side of the soft limit and 100 % as ``u`` (so a
-    green and an amber bar never both read "90 %")."""
-    colour = theme.stress_colour(u, soft_limit)
-    for decimals in (0, 1, 2, 3):
-        shown = round(u * 100, decimals)
-        if theme.stress_colour(shown / 100, soft_limit) == colour:
-            break
-    return f"{shown:.{decimals}f} %"
+def forced_note(d) -> str:  # noqa: ANN001
+    """Why a forced decision is invalid, in the log."""
+    return (
+        f"E{d.ev} had no valid action left (no station in range, DEFERs used up): "
+        "any answer is invalid and turns it away"
+    )

@@ -128,10 +128,12 @@ class MapLayer:
         self._draw_routes(surf, ctrl, minute)
         highlight = ctrl.choice.station if ctrl.manual else None
         dt = ctrl.obs.station_transformer_loading  # the network grid models only
+        # EVs on the road first: a car arriving at a station passes under its
+        # marker and never hides the station's number.
+        self._draw_evs(surf, ctrl, minute)
         for s, st in enumerate(ctrl.state["stations"]):
             over = dt is not None and dt_overloaded(float(dt[s]))
             self._draw_station(surf, s, st, s + 1 in (selected, highlight), over)
-        self._draw_evs(surf, ctrl, minute)
         surf.set_clip(clip)
 
     def _draw_routes(self, surf: pygame.Surface, ctrl, minute: float) -> None:  # noqa: ANN001

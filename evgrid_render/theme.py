@@ -29,7 +29,7 @@ LAKE_EDGE: Colour = (52, 100, 146)
 LAKE_TEXT: Colour = (110, 160, 210)
 PARK: Colour = (30, 66, 46)
 ROAD_MAJOR: Colour = (82, 90, 108)
-ROAD_RING: Colour = (112, 104, 76)
+ROAD_RING: Colour = (96, 106, 128)  # grey-blue: never read as a route (yellow)
 ROAD_GRAPH: Colour = (50, 58, 74)
 LOCALITY: Colour = (96, 106, 124)
 ROUTE: Colour = (255, 214, 64)
@@ -42,6 +42,9 @@ OK: Colour = (88, 204, 120)  # below the soft limit
 WARN: Colour = (246, 176, 56)  # above the soft limit
 OVER: Colour = (236, 72, 72)  # above the hard limit (100 %)
 BAD: Colour = (236, 92, 92)
+# A scenario event (fault, derating, closure, DT swap, surge): one colour used by
+# nothing else, on the map, the gauges, the chart's limit lines and the log.
+EVENT: Colour = (255, 60, 220)
 KIND_COLOURS: tuple[Colour, ...] = tuple(c.colour for c in CHARGERS)  # by kind
 FEEDER_COLOURS: tuple[Colour, ...] = (
     (255, 159, 67),

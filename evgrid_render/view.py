@@ -5,9 +5,17 @@ from __future__ import annotations
 import pygame
 
 from . import theme
+from .event_marks import draw_event_marks
+from .events import active_events
 from .overlays import draw_help, draw_manual, draw_message, draw_station_details
 from .panel import Panel, ViewFlags
 from .scene import MapLayer
+
+
+def display_tick(ctrl) -> int:  # noqa: ANN001
+    """The tick the display clock is in (the last tick once the episode is over)."""
+    n = ctrl.env.scenario.n_ticks
+    return min(int(ctrl.display_minute // ctrl.tick_minutes), n - 1)
 
 
 class CityView:
@@ -32,6 +40,11 @@ class CityView:
         self.panel.draw(surf, ctrl, self.flags)
         boxes = self.overlay_rects
         boxes.clear()
+        events = draw_event_marks(
+            surf, self.map, self.text, active_events(ctrl.events, display_tick(ctrl))
+        )
+        if events is not None:
+            boxes["events"] = events
         if self.flags.selected is not None:
             boxes["details"] = draw_station_details(
                 surf, self.map, self.text, ctrl, self.flags.selected

@@ -89,6 +89,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="also save the last frame as PNG",
     )
     p.add_argument("--manual", action="store_true", help="start in manual control")
+    p.add_argument(
+        "--versus",
+        default=None,
+        metavar="POLICY",
+        help="record --policy and POLICY side by side on the same scenario and seed "
+        "into one MP4 (each half --size; feeder MW traces, events, counters below)",
+    )
     args = p.parse_args(argv)
     try:
         w, h = (int(v) for v in args.size.lower().split("x"))
@@ -107,6 +114,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         p.error("--start-tick must be >= 0")
     if args.ticks is not None and args.ticks < 1:
         p.error("--ticks must be >= 1")
+    if args.versus is not None and args.manual:
+        p.error("--versus records two policies: it takes no --manual")
     if args.record:
         problem = output_problem(Path(args.record), ".mp4")
         if problem:
@@ -157,10 +166,15 @@ def display_available() -> bool:
 # --- Entry --------------------------------------------------------------------------
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    headless = args.headless or not display_available()
+    headless = args.headless or not display_available() or args.versus is not None
     if headless:
         os.environ["SDL_VIDEODRIVER"] = "dummy"
     import pygame
+
+    if args.versus is not None:  # a recording, never a window
+        from viz.replay import record_versus
+
+        return record_versus(args)
 
     from evgrid_render.controller import Controller
 

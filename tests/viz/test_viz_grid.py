@@ -17,7 +17,7 @@ import pytest  # noqa: E402
 from evgrid_core.observation import HT_FLOOR_PU  # noqa: E402
 from evgrid_render import theme  # noqa: E402
 from evgrid_render.controller import Controller  # noqa: E402
-from evgrid_render.panel import Panel  # noqa: E402
+from evgrid_render.feeder_rows import FeederRows  # noqa: E402
 from evgrid_render.scene import MapLayer  # noqa: E402
 from evgrid_render.view import CityView  # noqa: E402
 from viz.app import parse_args  # noqa: E402
@@ -76,7 +76,7 @@ def test_feeder_sum_draws_no_voltage_or_transformer(screen, monkeypatch):
     def boom(*_a, **_k):
         raise AssertionError("network drawing under the feeder sum")
 
-    monkeypatch.setattr(Panel, "_volt", boom)
+    monkeypatch.setattr(FeederRows, "_volt", boom)
     ctrl = Controller("dt_failure", 0, "greedy_eta", threaded=False)
     _run_to(ctrl, 17)
     assert ctrl.obs.feeder_min_voltage_pu is None

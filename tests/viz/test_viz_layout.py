@@ -13,7 +13,7 @@ import pygame  # noqa: E402
 import pytest  # noqa: E402
 
 from evgrid_render import theme  # noqa: E402
-from evgrid_render.chart import chart_range, hour_ticks  # noqa: E402
+from evgrid_render.chart import chart_range, hour_ticks, rated_share  # noqa: E402
 from evgrid_render.controller import Controller, Decision  # noqa: E402
 from evgrid_render.labels import Item, place  # noqa: E402
 from evgrid_render.panel import util_label  # noqa: E402
@@ -225,14 +225,17 @@ def test_reward_breakdown_fits_the_panel_with_every_part(screen):
     ("u", "label"),
     [
         (0.8996, "90 %"),  # green: at or below the soft limit once rounded
-        (0.9004, "90.04 %"),  # amber: "90 %" would read as green's label
-        (0.904, "90.4 %"),
+        (0.9004, ">90 %"),  # amber: "90 %" would read as green's label
+        (0.904, ">90 %"),
         (0.95, "95 %"),
-        (1.002, "100.2 %"),  # red: over 100 %
+        (1.002, ">100 %"),  # red: over 100 %
         (1.0, "100 %"),
+        (0.9996, "100 %"),  # amber, and 100 % is amber too
     ],
 )
 def test_a_feeder_label_never_reads_like_another_colour(u, label):
+    """Whole numbers on every row (issue 34: "90.04 %" beside whole numbers), and
+    never a number on the other side of a limit than the bar's colour."""
     assert util_label(u, 0.9) == label
 
 
@@ -258,10 +261,12 @@ def test_feeder_chart_range_covers_the_highest_utilisation(screen, peak):
     ctrl = Controller("feeder_fault", 0, "greedy_eta", threaded=False)
     _run_to(ctrl, 48)
     ctrl.display_minute = ctrl.end_minute
-    if peak is not None:  # F3 (the faulted South-East feeder) at 136 % mid-fault
+    if peak is not None:  # F1 (no event: its limit is its rating) at 136 %
         m, u = ctrl.feeder_history[20]
-        ctrl.feeder_history[20] = (m, (*u[:2], peak, *u[3:]))
-    history = ctrl.feeder_history
+        ctrl.feeder_history[20] = (m, (peak, *u[1:]))
+    # The chart plots load / rating: the core's utilisation times the tick's
+    # limit over the rating (F3's limit is 60 % of it during the fault).
+    history = rated_share(ctrl, ctrl.feeder_history)
     top = max(max(u) for _, u in history)
     f = max(range(len(history[0][1])), key=lambda f: max(u[f] for _, u in history))
     view = CityView(ctrl, (1280, 720))
