@@ -60,6 +60,7 @@ class Decision:
     place: str = ""  # the named station's name (ROUTE, LOAD_SHIFT), as the map shows it
     verb: str = ""  # ROUTE, DEFER or LOAD_SHIFT (the applied action's; "" if invalid)
     forced: bool = False  # invalid because the EV had no valid action left at all
+    obs: Any = field(default=None, repr=False)  # what it saw (the "why" box, key W)
 
 
 @dataclass
@@ -290,6 +291,7 @@ class Controller:
             if applied is not None
             else "",
             forced=stuck and not info["valid"],
+            obs=obs,
         )
         self.sources[source] += 1
         if d.forced:

@@ -236,3 +236,37 @@ def draw_message(surf, layer, text, message: str, avoid=(), dy: int = 0) -> pyga
     )
     _draw_lines(surf, text, rect, wrapped)
     return rect
+
+
+WHY_STYLES = {
+    "head": (theme.TEXT, True),
+    "chosen": (theme.ROUTE, True),
+    "greedy": (theme.ACCENT, False),
+    "option": (theme.TEXT, False),
+    "note": (theme.TEXT_DIM, False),
+}
+
+
+def draw_why(surf, layer, text, ctrl, cache: dict, avoid=()) -> pygame.Rect | None:  # noqa: ANN001
+    """The last decision's options (key W): ``why.why_lines``, worked out once
+    per decision (kept in ``cache``); None before any decision."""
+    from .why import why_lines
+
+    if not ctrl.decisions:
+        return None
+    d = ctrl.decisions[0]
+    if cache.get("decision") is not d:
+        cache["decision"], cache["lines"] = d, why_lines(d)
+    lines: list[Line] = [(s, *WHY_STYLES[style]) for s, style in cache["lines"]]
+    m = layer.rect
+    widths = [w for w in (470, 420, 360) if w <= m.w - 32] or [m.w - 32]
+    rect, wrapped = _place_box(
+        layer,
+        text,
+        lines,
+        widths,
+        (m.x + 12 + widths[0] // 2, m.bottom - 120),
+        tuple(avoid),
+    )
+    _draw_lines(surf, text, rect, wrapped)
+    return rect

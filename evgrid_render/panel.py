@@ -25,6 +25,7 @@ KEYS_HELP = (
     ("M", "manual control on / off"),
     ("R", "record MP4 on / off"),
     ("S", "screenshot (PNG)"),
+    ("W", "why the last decision: its options, greedy_eta's"),
     ("H", "this help"),
     ("click", "station details"),
     ("Q / Esc", "quit"),
@@ -67,6 +68,7 @@ class ViewFlags:
     """What the window adds on top of the controller (not simulation state)."""
 
     help: bool = False
+    why: bool = False  # the last decision's options and greedy_eta's answer (key W)
     selected: int | None = None  # station id shown in detail
     recording: bool = False
     speed: float = 1.0  # [ticks per second] live

@@ -7,7 +7,13 @@ import pygame
 from . import theme
 from .event_marks import draw_event_marks
 from .events import active_events
-from .overlays import draw_help, draw_manual, draw_message, draw_station_details
+from .overlays import (
+    draw_help,
+    draw_manual,
+    draw_message,
+    draw_station_details,
+    draw_why,
+)
 from .panel import Panel, ViewFlags
 from .scene import MapLayer
 
@@ -31,6 +37,7 @@ class CityView:
         self.map = MapLayer(ctrl.env.city, self.map_rect, size, self.text)
         self.flags = ViewFlags()
         self.overlay_rects: dict[str, pygame.Rect] = {}  # what each overlay covered
+        self.why_cache: dict = {}  # the "why" box's lines, per decision (key W)
 
     def render(self, surf: pygame.Surface) -> None:
         ctrl = self.ctrl
@@ -49,6 +56,12 @@ class CityView:
             boxes["details"] = draw_station_details(
                 surf, self.map, self.text, ctrl, self.flags.selected
             )
+        if self.flags.why:
+            why = draw_why(
+                surf, self.map, self.text, ctrl, self.why_cache, tuple(boxes.values())
+            )
+            if why is not None:
+                boxes["why"] = why
         if ctrl.manual:
             boxes["manual"] = draw_manual(
                 surf, self.map, self.text, ctrl, tuple(boxes.values())

@@ -368,6 +368,8 @@ def handle_key(key: int, ctrl, view) -> str | None:  # noqa: ANN001
         return "screenshot"
     if key in (k.K_h, k.K_F1):
         view.flags.help = not view.flags.help
+    elif key == k.K_w:
+        view.flags.why = not view.flags.why
     elif key == k.K_SPACE:
         ctrl.toggle_pause()
     elif key == k.K_n:
