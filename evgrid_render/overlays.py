@@ -13,6 +13,8 @@ from evgrid_core import CHARGERS, format_action
 from evgrid_core.observation import HT_FLOOR_PU
 
 from . import theme
+from .events import active_events
+from .feeder_rows import feeder_figures, util_label
 from .panel import KEYS_HELP
 from .scene import dt_overloaded
 
@@ -80,16 +82,30 @@ def draw_help(
 def draw_station_details(
     surf, layer, text, ctrl, station: int, avoid=()
 ) -> pygame.Rect:  # noqa: ANN001
+    lines = station_lines(ctrl, station)
+    m = layer.rect
+    rect, wrapped = _place_box(
+        layer, text, lines, (300,), (m.x + 160, m.y + 90), tuple(avoid)
+    )
+    _draw_lines(surf, text, rect, wrapped)
+    return rect
+
+
+def station_lines(ctrl, station: int) -> list[Line]:  # noqa: ANN001
+    """The station pop-up's lines: its feeder in MW against the limit, the
+    events there, plugs, queues, the drive from the request."""
     st = ctrl.state["stations"][station - 1]
     city_st = ctrl.env.city.stations[station - 1]
     f = ctrl.state["feeders"][st["feeder"] - 1]
     shed = float(ctrl.obs.feeder_shed_kw[f["id"] - 1])
+    mw, ev = feeder_figures(f)  # load/limit [MW], "EV x.xx"
     lines: list[Line] = [
         (f"S{st['id']} {st['name']}", theme.TEXT, True),
         (city_st.node, theme.TEXT_DIM, False),
         (
-            f"feeder F{f['id']} {f['name']}  {f['utilisation'] * 100:.0f} %"
-            + (f"  shed {shed:.0f} kW" if shed > 0 else ""),
+            f"feeder F{f['id']} {f['name']}: {mw} MW "
+            f"({util_label(f['utilisation'], ctrl.soft_limit)}), {ev} MW"
+            + (f", shed {shed / 1000.0:.2f} MW" if shed > 0 else ""),
             theme.OVER if shed > 0 else theme.TEXT,
             False,
         ),
@@ -122,6 +138,10 @@ def draw_station_details(
                     False,
                 )
             )
+    tick = min(int(ctrl.display_minute // ctrl.tick_minutes), st_n_ticks(ctrl) - 1)
+    for e in active_events(ctrl.events, tick):  # an event here or on its feeder
+        if e.station == station or e.feeder == f["id"]:
+            lines.append((f"⚡ {e.label}", theme.EVENT, False))
     if st.get("load_shift_until_tick") is not None:
         lines.append(
             (
@@ -140,12 +160,11 @@ def draw_station_details(
         lines.append(
             (f"E{ctrl.obs.request.id}: {minutes:.0f} min drive", theme.ACCENT, False)
         )
-    m = layer.rect
-    rect, wrapped = _place_box(
-        layer, text, lines, (300,), (m.x + 160, m.y + 90), tuple(avoid)
-    )
-    _draw_lines(surf, text, rect, wrapped)
-    return rect
+    return lines
+
+
+def st_n_ticks(ctrl) -> int:  # noqa: ANN001
+    return int(ctrl.state["n_ticks"])
 
 
 def manual_lines(ctrl) -> list[Line]:  # noqa: ANN001

@@ -283,3 +283,20 @@ def test_a_car_never_covers_a_station_number(screen):
                 p = (round(x) + dx, round(y) + dy)
                 assert with_evs.get_at(p) == screen.get_at(p)
     ctrl.close()
+
+
+def test_the_station_pop_up_gives_its_feeder_in_mw_and_the_events_there(screen):
+    from evgrid_render.overlays import station_lines
+
+    ctrl = Controller("feeder_fault", 3, "greedy_eta", threaded=False)
+    _run_to(ctrl, 12)  # S10 Bellandur closed, its feeder F3 faulted
+    f = ctrl.env.state()["feeders"][2]
+    load = (f["background_kw"] + f["ev_kw"]) / 1000.0
+    texts = [t for t, _, _ in station_lines(ctrl, 10)]
+    assert any(f"{load:.2f}/{f['capacity_kw'] / 1000.0:.2f} MW" in t for t in texts)
+    assert any(t.startswith("⚡ S10 Bellandur closed") for t in texts)
+    assert any(t.startswith("⚡ F3 South-East fault") for t in texts)
+    _run_to(ctrl, 31)  # both over
+    texts = [t for t, _, _ in station_lines(ctrl, 10)]
+    assert not any(t.startswith("⚡") for t in texts)
+    ctrl.close()
