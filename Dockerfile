@@ -50,6 +50,10 @@ HEALTHCHECK --interval=30s --timeout=5s --start-period=60s --retries=3 \
 # The server binds 127.0.0.1 unless told otherwise; a Space must listen on every
 # interface, so the host is set here. Browser pages may open /ws only from the
 # origins in EVGRID_ALLOWED_ORIGINS (none: trainers send no Origin and are let in);
-# the web page itself talks to its own routes, not to /ws.
+# the web page itself talks to its own routes, not to /ws. The transport's limits
+# (evgrid_openenv/transport.py: a request head within 15 s, WebSocket messages of
+# at most 256 KiB) are uvicorn flags, the same as `python server.py` passes.
 CMD ["uvicorn", "server:app", "--host", "0.0.0.0", "--port", "8000", \
-     "--ws-per-message-deflate", "false"]
+     "--ws-per-message-deflate", "false", \
+     "--http", "evgrid_openenv.transport:HeadTimeoutH11Protocol", \
+     "--ws-max-size", "262144"]

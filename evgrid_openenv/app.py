@@ -11,7 +11,13 @@ Settings (argument, else environment variable, else default):
 ``EVGRID_MAX_SESSIONS`` (128: a GRPO run with 64 parallel rollouts plus room for
 reconnects and an evaluator), ``EVGRID_SESSION_TIMEOUT_S`` (300 s without a message:
 the session is closed and its slot given back), ``EVGRID_ALLOWED_ORIGINS`` (browser
-origins allowed to open /ws; none by default, see ``guards``).
+origins allowed to open /ws; none by default, see ``guards``),
+``EVGRID_HTTP_TIMEOUT_S`` (15 s to send a request's head, and the body of /reset,
+/step or /mcp: ``transport``).
+
+The transport's limits (the longest WebSocket message, the request deadline) are
+uvicorn's settings: ``serve`` passes ``transport.uvicorn_options()``; started as
+``uvicorn server:app``, pass ``transport.uvicorn_flags()`` as the Dockerfile does.
 """
 
 from __future__ import annotations
@@ -38,6 +44,7 @@ from .http_routes import add_http_routes
 from .models import EVGridAction, EVGridObservation, EVGridState
 from .protocol import MAX_MESSAGE_CHARS, MESSAGE_TYPES
 from .sessions import SessionLimits, WebSocketSessions
+from .transport import WS_MAX_BYTES, http_timeout_s, log_config, uvicorn_options
 
 _OWN_ROUTES = frozenset({"/ws", "/reset", "/step", "/mcp"})
 
@@ -51,7 +58,9 @@ Send JSON text frames, each an object: `{{"type": "reset", "data": {{"seed": 7,
 `state`, `mcp` or `error` with `data.code` (INVALID_JSON, UNKNOWN_TYPE,
 VALIDATION_ERROR, EXECUTION_ERROR; CAPACITY_REACHED and SESSION_ERROR close the
 connection). An error means nothing changed and the session goes on. A message is
-at most {MAX_MESSAGE_CHARS:,} characters; types: {", ".join(MESSAGE_TYPES)}.
+at most {MAX_MESSAGE_CHARS:,} characters (a longer one is an INVALID_JSON error); one
+over {WS_MAX_BYTES:,} bytes is not read: the connection is closed with code 1009.
+Types: {", ".join(MESSAGE_TYPES)}.
 """
 
 
@@ -73,6 +82,7 @@ def build_app(
         raise ValueError(f"max_sessions must be >= 1, got {max_sessions}")
     if session_timeout_s <= 0:
         raise ValueError(f"session_timeout_s must be > 0, got {session_timeout_s}")
+    http_timeout_s()  # a bad $EVGRID_HTTP_TIMEOUT_S fails here, not per request
     app = create_app(
         EVGridEnvironment,
         EVGridAction,
@@ -113,7 +123,9 @@ def serve(args: argparse.Namespace, extend: AppExtension | None = None) -> int:
         host=args.host,
         port=args.port,
         log_level=args.log_level,
+        log_config=log_config(args.log_level),
         ws_per_message_deflate=args.ws_compression,
+        **uvicorn_options(),
     )
     return 0
 

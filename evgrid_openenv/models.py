@@ -387,7 +387,8 @@ class EVGridErrorReply(_Strict):
 
     code: str = Field(
         description="INVALID_JSON (400, 413), VALIDATION_ERROR (422) or "
-        "EXECUTION_ERROR (409): the same codes as /ws error frames."
+        "EXECUTION_ERROR (409): the same codes as /ws error frames; TIMEOUT (408): "
+        "the body did not arrive in time."
     )
     message: str = Field(description="The problem, in words.")
     detail: list[FieldError] = Field(description="The fields at fault, if any.")

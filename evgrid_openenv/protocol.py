@@ -45,6 +45,7 @@ HTTP_STATUS = {
     "UNKNOWN_TYPE": 400,
     "VALIDATION_ERROR": 422,
     "EXECUTION_ERROR": 409,
+    "TIMEOUT": 408,  # HTTP only: a body too slow to arrive (``http_routes``)
 }
 _CODE_OF_STATUS = {422: "VALIDATION_ERROR", 409: "EXECUTION_ERROR"}
 

@@ -1,7 +1,7 @@
 """Real servers for the tests: uvicorn on a free 127.0.0.1 port, in a subprocess.
 
-Started exactly as a user would (``python -m uvicorn server:app``, settings from
-the environment as in Docker), so the tests exercise the real app, the real
+Started exactly as a user would (``python -m uvicorn server:app`` with the
+Dockerfile's flags, settings from the environment as in Docker), so the tests exercise the real app, the real
 WebSocket transport and the real client.
 """
 

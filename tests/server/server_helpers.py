@@ -42,12 +42,22 @@ def wait_healthy(url: str, proc: subprocess.Popen, timeout_s: float = 90.0) -> N
     raise RuntimeError(f"server at {url} not healthy after {timeout_s:.0f} s")
 
 
-@contextmanager
-def running_server(log_dir: Path, settings: dict[str, str]) -> Iterator[str]:
-    """``python -m uvicorn server:app`` with ``settings`` in its environment; its URL.
+def uvicorn_cmd(port: int, log_level: str = "warning") -> list[str]:
+    """``uvicorn server:app`` with the transport's flags, as the Dockerfile runs it."""
+    from evgrid_openenv.transport import uvicorn_flags  # needs the server extra
 
-    On exit the server is stopped and its log checked: a traceback means some
-    request crashed a handler.
+    return [sys.executable, "-m", "uvicorn", "server:app", "--host", "127.0.0.1",
+            "--port", str(port), "--log-level", log_level, *uvicorn_flags()]  # fmt: skip
+
+
+@contextmanager
+def running_server(
+    log_dir: Path, settings: dict[str, str], cmd: list[str] | None = None
+) -> Iterator[str]:
+    """A server with ``settings`` in its environment; its URL.
+
+    ``cmd(port)`` starts it (default ``uvicorn_cmd``). On exit the server is
+    stopped and its log checked: a traceback means some request crashed a handler.
     """
     port = free_port()
     log = log_dir / "uvicorn.log"
@@ -57,11 +67,10 @@ def running_server(log_dir: Path, settings: dict[str, str]) -> Iterator[str]:
         "ENABLE_WEB_INTERFACE": "false",
         **settings,
     }
-    cmd = [sys.executable, "-m", "uvicorn", "server:app", "--host", "127.0.0.1",
-           "--port", str(port), "--log-level", "warning"]  # fmt: skip
+    argv = [a.replace("{port}", str(port)) for a in cmd] if cmd else uvicorn_cmd(port)
     with log.open("w") as out:
         proc = subprocess.Popen(
-            cmd, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT
+            argv, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT
         )
     url = f"http://127.0.0.1:{port}"
     try:

@@ -112,13 +112,14 @@ def test_server_reply_writer_never_fails() -> None:
 
 def test_server_action_size_is_capped_and_never_echoed_whole(server_url: str) -> None:
     with open_session(server_url, seed=5) as (ws, _):
-        # 15 MB: refused unread, with a short reply.
-        ws.send(json.dumps({"type": "step", "data": {"text": "E" * 15_000_000}}))
+        # 200 kB, over the protocol's limit and within the transport's: refused
+        # unread, with a short reply (above the transport's: test_server_limits).
+        ws.send(json.dumps({"type": "step", "data": {"text": "E" * 200_000}}))
         reply = ws.recv(timeout=60)
         assert len(reply) < 500, len(reply)
         data = json.loads(reply)["data"]
         assert data["code"] == "INVALID_JSON"
-        assert "15,000,038 characters is over the limit of 65,536" in data["message"]
+        assert "200,038 characters is over the limit of 65,536" in data["message"]
         # Within the message limit, over the text limit: refused, input not quoted.
         reply = ask(ws, {"type": "step", "data": {"text": "x" * (MAX_TEXT_CHARS + 1)}})
         assert reply["data"]["code"] == "VALIDATION_ERROR"
