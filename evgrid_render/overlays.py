@@ -138,7 +138,7 @@ def station_lines(ctrl, station: int) -> list[Line]:  # noqa: ANN001
                     False,
                 )
             )
-    tick = min(int(ctrl.display_minute // ctrl.tick_minutes), st_n_ticks(ctrl) - 1)
+    tick = min(int(ctrl.display_minute // ctrl.tick_minutes), ctrl.state["n_ticks"] - 1)
     for e in active_events(ctrl.events, tick):  # an event here or on its feeder
         if e.station == station or e.feeder == f["id"]:
             lines.append((f"⚡ {e.label}", theme.EVENT, False))
@@ -161,10 +161,6 @@ def station_lines(ctrl, station: int) -> list[Line]:  # noqa: ANN001
             (f"E{ctrl.obs.request.id}: {minutes:.0f} min drive", theme.ACCENT, False)
         )
     return lines
-
-
-def st_n_ticks(ctrl) -> int:  # noqa: ANN001
-    return int(ctrl.state["n_ticks"])
 
 
 def manual_lines(ctrl) -> list[Line]:  # noqa: ANN001

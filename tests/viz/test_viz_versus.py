@@ -175,3 +175,13 @@ def test_one_command_records_the_side_by_side_mp4_and_it_decodes(tmp_path):
             # Two H.264 encodes of the same pixels: equal up to the codec's loss,
             # far below the difference between the two policies' frames.
             assert np.abs(half - s.astype(int)).mean() < 2.0, (policy, k)
+
+
+def test_an_unknown_versus_policy_is_a_one_line_error(tmp_path, capsys):
+    from viz.app import main
+
+    out = tmp_path / "x.mp4"
+    assert main(["--versus", "nope", "--ticks", "1", "--record", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "unknown policy 'nope'" in err[0]
+    assert not out.exists()
