@@ -13,6 +13,8 @@ from __future__ import annotations
 import base64
 import io
 import os
+import shutil
+import tempfile
 import threading
 import time
 from dataclasses import dataclass
@@ -122,6 +124,39 @@ class _ReplayPolicy:
         return "DEFER E1 15"  # never applied: the log's action is
 
 
+# --- One Oracle model for every tab -------------------------------------------------------
+class SharedModel:
+    """A loaded model every tab's Oracle uses, one decode at a time (llama.cpp's
+    model is not safe to call from two threads at once)."""
+
+    def __init__(self, llm: Any) -> None:
+        self._llm = llm
+        self._lock = threading.Lock()
+
+    def create_completion(self, *args: Any, **kw: Any) -> Any:
+        with self._lock:
+            return self._llm.create_completion(*args, **kw)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._llm, name)
+
+
+_ORACLE: dict[str, SharedModel] = {}  # "llm": the model, loaded by the first Oracle tab
+_ORACLE_LOCK = threading.Lock()
+
+
+def oracle_policy() -> Any:
+    """A tab's Oracle: its own policy object (seed, counters, fallback) over the
+    one model the page loads (about 210 MiB), shared by every Oracle tab."""
+    with _ORACLE_LOCK:
+        if "llm" not in _ORACLE:
+            first = make_policy("oracle")
+            first.llm = _ORACLE["llm"] = SharedModel(first.llm)
+            return first
+    # The shipped Oracle's prompt, over the model already open.
+    return make_policy("oracle", llama=_ORACLE["llm"], prompt="decision")
+
+
 # --- The episode -----------------------------------------------------------------------
 class PageEpisode:
     """One tab's episode: start, play, step, manual actions, frames, MP4."""
@@ -130,7 +165,16 @@ class PageEpisode:
         scenario, policy, seed = check_start(scenario, policy, seed)
         self.lock = threading.RLock()  # one request of this tab at a time
         self.grid = grid
-        self.ctrl = LoggedController(scenario, seed, policy, threaded=False, grid=grid)
+        if policy == "oracle":  # the page's one model, not a copy per tab
+            self.ctrl = LoggedController(
+                scenario, seed, "nearest", threaded=False, grid=grid
+            )
+            self.ctrl.policy, self.ctrl.policy_name = oracle_policy(), policy
+            self.ctrl.reset(seed)
+        else:
+            self.ctrl = LoggedController(
+                scenario, seed, policy, threaded=False, grid=grid
+            )
         self.ctrl.paused = True
         self.playing = False
         self.speed = 2.0  # [ticks per second]
@@ -141,6 +185,7 @@ class PageEpisode:
         self._surface = None
         self._frame_key: tuple | None = None
         self._frame_b64 = ""
+        self._folder: Path | None = None  # this episode's files (its MP4)
         self.best = best_heuristic(scenario, seed, grid)
 
     # --- Identity --------------------------------------------------------------------
@@ -234,7 +279,7 @@ class PageEpisode:
         if not isinstance(line, str) or not line.strip():
             self.verdict = "refused: type an action line, e.g. DEFER E1 15"
             return False, self.verdict
-        text = line.strip()[: MAX_ACTION_CHARS + 1]
+        text = plain_text(line.strip()[: MAX_ACTION_CHARS + 1])
         action = parse_action(text)
         ok, reason = ctrl.env.validate(action)
         if not ok:
@@ -275,6 +320,16 @@ class PageEpisode:
         return self._frame_b64
 
     # --- Film ------------------------------------------------------------------------
+    def film_path(self) -> Path:
+        """Where this episode's MP4 goes: a folder the server made for this episode
+        alone (never a name a client sent), emptied of the last film first."""
+        if self._folder is None:
+            self._folder = Path(tempfile.mkdtemp(prefix="evgrid-web-tab-"))
+        for old in self._folder.glob("*.mp4"):  # one film per episode on disk
+            old.unlink()
+        name = f"{self.scenario}_{self.policy_name}_seed{self.seed}"
+        return self._folder / f"{name}_tick{self.ctrl.env.tick}.mp4"
+
     def film(self, path: Path) -> Film:
         """The episode so far as an MP4 (the log replayed, frame-exact)."""
         import pygame
@@ -305,6 +360,14 @@ class PageEpisode:
     def close(self) -> None:
         self.playing = False
         self.ctrl.close()
+        if self._folder is not None:
+            shutil.rmtree(self._folder, ignore_errors=True)
+            self._folder = None
+
+
+def plain_text(text: str) -> str:
+    """``text`` with what cannot be sent as UTF-8 (a lone surrogate) replaced."""
+    return text.encode("utf-8", "replace").decode("utf-8")
 
 
 def surface_jpeg(surface, quality: int = 80) -> bytes:  # noqa: ANN001

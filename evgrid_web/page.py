@@ -1,17 +1,21 @@
 """The Gradio page: pick a scenario, a policy and a seed; play, pause, step; type
 actions; download the episode as MP4.
 
-Every handler finds its tab's episode by the Gradio session hash (``sessions``);
-the episodes live here on the server, one per tab. The frame is the city view's
-own (``evgrid_render``), sent as a JPEG inside the page's HTML, so no frame is
-written to disk. A timer asks for frames while the tab plays.
+The episodes live here on the server, one per tab (``sessions``). Start hands the
+tab a key (a hidden box) that every later request sends back: a handler finds the
+tab's episode by that key and the Gradio session id together. The frame is the
+city view's own (``evgrid_render``), sent as a JPEG inside the page's HTML, so no
+frame is written to disk. A timer asks for frames while the tab plays.
+
+Every input is judged by the handlers themselves (``preprocess=False``: Gradio's
+own checks raise with a traceback in the log), and every text the page shows is
+HTML-escaped: a bad input is a message in the page and at most one log line.
 """
 
 from __future__ import annotations
 
 import contextlib
-import tempfile
-from pathlib import Path
+from html import escape
 from typing import Any
 
 import gradio as gr
@@ -25,7 +29,9 @@ from .episode import (
     SPEEDS,
     InputError,
     PageEpisode,
+    check_start,
     page_policies,
+    plain_text,
 )
 from .sessions import PageFull, TabSessions
 from .text import decisions_md, feeders_md, kpis_md, status_html
@@ -40,12 +46,20 @@ INTRO = (
     "server's WebSocket `/ws` on this same address."
 )
 CSS = "#evgrid-frame img {width: 100%; height: auto; display: block;}"
-NO_EPISODE = "press **Start** to begin an episode in this tab"
+NO_EPISODE = "press Start to begin an episode in this tab"
+NO_EPISODE_HTML = (
+    f'<div id="evgrid-status">{NO_EPISODE.replace("Start", "<b>Start</b>")}</div>'
+)
+
+
+def message_html(text: str) -> str:
+    """A message as the page shows it: escaped, so ``E<n>`` stays text."""
+    return f'<div id="evgrid-message-text">{escape(plain_text(text))}</div>'
 
 
 def _frame_html(ep: PageEpisode | None) -> str:
     if ep is None:
-        return f'<div id="evgrid-frame"><p>{NO_EPISODE}</p></div>'
+        return '<div id="evgrid-frame"></div>'
     w, h = FRAME_SIZE
     return (
         f'<div id="evgrid-frame"><img alt="the city view" width="{w}" height="{h}" '
@@ -57,23 +71,27 @@ def build_page(sessions: TabSessions | None = None) -> gr.Blocks:
     """The page's Blocks, its episodes kept in ``sessions`` (one per tab)."""
     sessions = sessions or TabSessions()
     policies = page_policies()
-    mp4_dir = Path(tempfile.mkdtemp(prefix="evgrid-web-mp4-"))
 
     def tab_of(request: gr.Request | None) -> str:
         return (getattr(request, "session_hash", None) or "") if request else ""
 
-    def view(ep: PageEpisode | None, message: str = "") -> tuple[Any, ...]:
-        """Every output a handler refreshes, in ``outputs`` order."""
+    def view(
+        ep: PageEpisode | None, message: str = "", key: object = None
+    ) -> tuple[Any, ...]:
+        """Every output a handler refreshes, in ``outputs`` order (the key only
+        from Start: ``key`` None leaves the tab's box as it is)."""
+        key_out = gr.skip() if key is None else key
         if ep is None:
             return (
                 _frame_html(None),
-                f'<div id="evgrid-status">{NO_EPISODE}</div>',
+                NO_EPISODE_HTML,
                 "",
                 "",
                 "",
                 gr.update(choices=[], value=None),
-                message,
+                message_html(message),
                 gr.Timer(active=False),
+                key_out,
             )
         with ep.lock:
             ep.touch()
@@ -85,24 +103,28 @@ def build_page(sessions: TabSessions | None = None) -> gr.Blocks:
                 decisions_md(ep),
                 kpis_md(ep),
                 gr.update(choices=lines, value=None),
-                message or ep.verdict,
+                message_html(message or ep.verdict),
                 gr.Timer(active=ep.playing),
+                key_out,
             )
 
-    def start(scenario, policy, seed, request: gr.Request):  # noqa: ANN001, ANN202
+    def start(key, scenario, policy, seed, request: gr.Request):  # noqa: ANN001, ANN202
+        tab = tab_of(request)
         try:
-            ep = sessions.start(
-                tab_of(request), lambda: PageEpisode(scenario, policy, seed)
+            check_start(scenario, policy, seed)  # bad input keeps the tab's episode
+            new, ep = sessions.start(
+                tab, key, lambda: PageEpisode(scenario, policy, seed)
             )
         except (InputError, PageFull) as e:
-            return view(sessions.get(tab_of(request)), f"not started: {e}")
-        return view(ep, f"started {ep.policy_name} on {ep.scenario}, seed {ep.seed}")
+            return view(sessions.get(tab, key), f"not started: {e}")
+        done = f"started {ep.policy_name} on {ep.scenario}, seed {ep.seed}"
+        return view(ep, done, key=new)
 
     def command(name: str):  # noqa: ANN202
-        def handler(speed, request: gr.Request):  # noqa: ANN001, ANN202
-            ep = sessions.get(tab_of(request))
+        def handler(key, speed, request: gr.Request):  # noqa: ANN001, ANN202
+            ep = sessions.get(tab_of(request), key)
             if ep is None:
-                return view(None, NO_EPISODE)
+                return view(None)
             try:
                 with ep.lock:
                     ep.set_speed(speed)
@@ -118,8 +140,8 @@ def build_page(sessions: TabSessions | None = None) -> gr.Blocks:
 
         return handler
 
-    def tick(speed, request: gr.Request):  # noqa: ANN001, ANN202
-        ep = sessions.get(tab_of(request))
+    def tick(key, speed, request: gr.Request):  # noqa: ANN001, ANN202
+        ep = sessions.get(tab_of(request), key)
         if ep is None:
             return view(None)
         if not ep.lock.acquire(blocking=False):  # a click of this tab is running
@@ -132,32 +154,23 @@ def build_page(sessions: TabSessions | None = None) -> gr.Blocks:
             ep.lock.release()
         return view(ep)
 
-    def submit(line, request: gr.Request):  # noqa: ANN001, ANN202
-        ep = sessions.get(tab_of(request))
+    def submit(key, line, request: gr.Request):  # noqa: ANN001, ANN202
+        ep = sessions.get(tab_of(request), key)
         if ep is None:
-            return view(None, NO_EPISODE)
+            return view(None)
         with ep.lock:
             ep.submit(line)
         return view(ep)
 
-    def make_mp4(request: gr.Request):  # noqa: ANN202
-        tab = tab_of(request)
-        ep = sessions.get(tab)
+    def make_mp4(key, request: gr.Request):  # noqa: ANN001, ANN202
+        ep = sessions.get(tab_of(request), key)
         if ep is None:
             return None, NO_EPISODE
         with ep.lock:
             ep.pause()
-            folder = mp4_dir / tab.replace("/", "_")[:64]
-            folder.mkdir(exist_ok=True)
-            for old in folder.glob("*.mp4"):  # one film per tab on disk
-                old.unlink()
-            name = f"{ep.scenario}_{ep.policy_name}_seed{ep.seed}_tick{ep.ctrl.env.tick}.mp4"
-            film = ep.film(folder / name)
+            film = ep.film(ep.film_path())
         seconds = film.frames / MP4_FPS
         return str(film.path), f"MP4: {film.frames} frames, {seconds:.1f} s"
-
-    def leave(request: gr.Request) -> None:
-        sessions.close(tab_of(request))
 
     # Gradio keeps a copy of each MP4 it serves: copies an hour old are deleted.
     with gr.Blocks(title=TITLE, delete_cache=(3600, 3600)) as page:
@@ -183,8 +196,9 @@ def build_page(sessions: TabSessions | None = None) -> gr.Blocks:
                 [str(s) for s in SPEEDS], value="2.0", label="ticks per second",
                 elem_id="evgrid-speed",
             )  # fmt: skip
-        message = gr.Markdown(elem_id="evgrid-message")
-        status = gr.HTML(f'<div id="evgrid-status">{NO_EPISODE}</div>')
+        key = gr.Textbox(visible=False, elem_id="evgrid-key")  # from Start
+        message = gr.HTML(message_html(""), elem_id="evgrid-message")
+        status = gr.HTML(NO_EPISODE_HTML, elem_id="evgrid-status-box")
         frame = gr.HTML(_frame_html(None), elem_id="evgrid-frame-box")
         with gr.Row():
             with gr.Column():
@@ -210,17 +224,30 @@ def build_page(sessions: TabSessions | None = None) -> gr.Blocks:
                 mp4_file = gr.File(label="episode MP4", elem_id="evgrid-mp4-file")
                 mp4_note = gr.Markdown(elem_id="evgrid-mp4-note")
         timer = gr.Timer(FRAME_INTERVAL_S, active=False)
-        outputs = [frame, status, feeders, decisions, kpis, valid, message, timer]
-        limit = {"concurrency_limit": sessions.max_tabs, "show_progress": "hidden"}
-        start_btn.click(start, [scenario, policy, seed], outputs, **limit)
-        play_btn.click(command("play"), [speed], outputs, **limit)
-        pause_btn.click(command("pause"), [speed], outputs, **limit)
-        step_btn.click(command("step"), [speed], outputs, **limit)
-        timer.tick(tick, [speed], outputs, **limit)
-        send_btn.click(submit, [line], outputs, **limit)
-        line.submit(submit, [line], outputs, **limit)
-        valid.input(lambda v: v or "", [valid], [line], show_progress="hidden")
-        mp4_btn.click(make_mp4, None, [mp4_file, mp4_note], concurrency_limit=2)
-        page.unload(leave)
+        outputs = [frame, status, feeders, decisions, kpis, valid, message, timer, key]
+        # preprocess=False: the handlers judge the raw inputs (see the docstring).
+        limit = {
+            "concurrency_limit": sessions.max_tabs,
+            "show_progress": "hidden",
+            "preprocess": False,
+        }
+        start_btn.click(start, [key, scenario, policy, seed], outputs, **limit)
+        play_btn.click(command("play"), [key, speed], outputs, **limit)
+        pause_btn.click(command("pause"), [key, speed], outputs, **limit)
+        step_btn.click(command("step"), [key, speed], outputs, **limit)
+        timer.tick(tick, [key, speed], outputs, **limit)
+        send_btn.click(submit, [key, line], outputs, **limit)
+        line.submit(submit, [key, line], outputs, **limit)
+        valid.input(
+            lambda v: v if isinstance(v, str) else "",
+            [valid], [line], show_progress="hidden", preprocess=False,
+        )  # fmt: skip
+        mp4_btn.click(
+            make_mp4, [key], [mp4_file, mp4_note], concurrency_limit=2,
+            preprocess=False,
+        )  # fmt: skip
+        # Not what closes a tab's episodes (guard.PageGuard does, when the tab's
+        # last heartbeat ends): an unload makes Gradio's browser side hold one.
+        page.unload(lambda: None)
     page.evgrid_sessions = sessions  # type: ignore[attr-defined]  # tests, bench
     return page

@@ -31,10 +31,22 @@ def chromium_path() -> str:
 
 
 @pytest.fixture(scope="session")
-def web_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def web_tmpdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The test server's $TMPDIR (its MP4s, Gradio's cache and uploads live there)."""
+    return tmp_path_factory.mktemp("web-tmpdir")
+
+
+@pytest.fixture(scope="session")
+def web_url(
+    tmp_path_factory: pytest.TempPathFactory, web_tmpdir: Path
+) -> Iterator[str]:
     pytest.importorskip("openenv", reason="needs the server extra")
     pytest.importorskip("gradio", reason="needs the web extra")
-    settings = {"EVGRID_WEB_MAX_TABS": str(MAX_TABS), "EVGRID_WEB_IDLE_S": "600"}
+    settings = {
+        "EVGRID_WEB_MAX_TABS": str(MAX_TABS),
+        "EVGRID_WEB_IDLE_S": "600",
+        "TMPDIR": str(web_tmpdir),
+    }
     with running_server(tmp_path_factory.mktemp("web"), settings) as url:
         yield url
 

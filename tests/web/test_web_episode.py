@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import io
+import time
 
 import numpy as np
 import pytest
@@ -128,6 +129,7 @@ def test_step_makes_exactly_one_decision_the_policys_own():
         ("", "type an action line"),
         ("DEFER E1 15\nDEFER E1 15", "more than one line"),
         ("X" * 100_000, "unknown action"),  # cut, judged, refused: no crash
+        ("DEFER E1 \ud800", "refused: DEFER E1 ?"),  # a lone surrogate: replaced
     ],
 )
 def test_a_refused_line_changes_nothing_and_says_why(line, reason):
@@ -211,6 +213,21 @@ def test_the_mp4_replays_the_episode_so_far_frame_exactly(tmp_path):
     )  # the live episode untouched
 
 
+def test_each_episode_films_into_its_own_folder_which_goes_with_it():
+    a, b = PageEpisode(SCENARIO, "nearest", 2), PageEpisode(SCENARIO, "nearest", 2)
+    a.step_once()
+    pa, pb = a.film_path(), b.film_path()
+    assert pa.parent != pb.parent and pa.parent.is_dir() and pb.parent.is_dir()
+    assert pa.parent.name.startswith("evgrid-web-tab-") and not any(pa.parent.iterdir())
+    a.film(pa)
+    assert [p.name for p in pa.parent.iterdir()] == [pa.name]
+    again = a.film_path()  # the next film replaces the last one
+    assert again.parent == pa.parent and not pa.exists()
+    a.close()
+    b.close()
+    assert not pa.parent.exists() and not pb.parent.exists()
+
+
 def test_filming_asks_no_policy(tmp_path, monkeypatch):
     ep = PageEpisode(SCENARIO, "nearest", 2)
     for _ in range(3):
@@ -238,60 +255,88 @@ def _make(seed: int = 0):
 
 def test_tabs_are_bounded_and_a_full_page_says_so():
     tabs = TabSessions(max_tabs=2, idle_s=60, clock=FakeClock())
-    a, b = tabs.start("a", _make()), tabs.start("b", _make())
+    ka, a = tabs.start("a", "", _make())
+    kb, b = tabs.start("b", None, _make())
     with pytest.raises(PageFull, match="all 2 episode slots are in use"):
-        tabs.start("c", _make())
-    assert tabs.get("a") is a and tabs.get("b") is b and tabs.get("c") is None
-    again = tabs.start("a", _make(1))  # a tab's new episode replaces its old one
-    assert len(tabs) == 2 and tabs.get("a") is again and again.seed == 1
-    assert tabs.close("b") and len(tabs) == 1
-    tabs.start("c", _make())  # the freed slot is taken
+        tabs.start("c", "", _make())
+    assert tabs.get("a", ka) is a and tabs.get("b", kb) is b
+    ka2, again = tabs.start("a", ka, _make(1))  # a tab's new episode replaces its old
+    assert ka2 != ka and tabs.get("a", ka) is None
+    assert len(tabs) == 2 and tabs.get("a", ka2) is again and again.seed == 1
+    assert tabs.close("b", kb) and len(tabs) == 1
+    tabs.start("c", "", _make())  # the freed slot is taken
     with pytest.raises(PageFull):
-        tabs.start("", _make())  # no session id: nothing to key the episode by
+        tabs.start("", "", _make())  # no session id: nothing to tie the episode to
+
+
+def test_an_episode_answers_only_its_key_and_the_tab_that_started_it():
+    tabs = TabSessions(max_tabs=3, idle_s=60, clock=FakeClock())
+    key, ep = tabs.start("tab", "", _make())
+    assert len(key) >= 32 and tabs.get("tab", key) is ep
+    for owner, guess in (("tab", ""), ("tab", None), ("tab", key[:-1]), ("x", key)):
+        assert tabs.get(owner, guess) is None
+        assert not tabs.close(owner, guess)
+    # Another client with the same session id starts its own episode, not this one.
+    other, theirs = tabs.start("tab", "not-a-key", _make(1))
+    assert other != key and tabs.get("tab", key) is ep and len(tabs) == 2
+    assert tabs.close_owner("tab") == 2 and len(tabs) == 0  # the tab's page is gone
+    assert tabs.get("tab", key) is None
 
 
 def test_an_idle_tab_gives_its_slot_back():
     clock = FakeClock()
     tabs = TabSessions(max_tabs=1, idle_s=60, clock=clock)
-    tabs.start("a", _make())
+    ka, _ = tabs.start("a", "", _make())
     clock.t = 59.0
-    assert tabs.get("a") is not None  # a request restarts the idle clock
+    assert tabs.get("a", ka) is not None  # a request restarts the idle clock
     clock.t = 118.0
     with pytest.raises(PageFull):
-        tabs.start("b", _make())
+        tabs.start("b", "", _make())
     clock.t = 119.0  # 60 s since a's last request
-    tabs.start("b", _make())
-    assert tabs.get("a") is None and tabs.get("b") is not None
+    kb, _ = tabs.start("b", "", _make())
+    assert tabs.get("a", ka) is None and tabs.get("b", kb) is not None
 
 
-def test_a_slot_reaped_while_its_episode_is_built_breaks_nothing():
-    """Another tab's request reaps a slot whose episode is slow to build (past the
-    idle time): the reap passes over it quietly and the build still lands."""
+def test_a_slot_idle_while_its_episode_is_built_is_not_reaped():
+    """Another tab's request reaps while a slow episode is built (past the idle
+    time): the reap passes over the slot being built and the build lands."""
     clock = FakeClock()
     tabs = TabSessions(max_tabs=2, idle_s=60, clock=clock)
-    tabs.start("b", _make())
+    kb, _ = tabs.start("b", "", _make())
 
     def slow():
         clock.t += 61.0
-        assert tabs.get("b") is None  # b's request comes after 61 s: both reaped
+        assert tabs.get("b", kb) is None  # b's request comes after 61 s: reaped
         return _make()()
 
-    ep = tabs.start("a", slow)
-    assert tabs.get("a") is ep
+    ka, ep = tabs.start("a", "", slow)
+    assert tabs.get("a", ka) is ep
+
+
+def test_a_tab_closed_while_its_episode_is_built_frees_its_slot():
+    tabs = TabSessions(max_tabs=1, idle_s=60, clock=FakeClock())
+
+    def closed_meanwhile():
+        assert tabs.close_owner("a") == 1
+        return _make()()
+
+    with pytest.raises(PageFull, match="closed while its episode was being built"):
+        tabs.start("a", "", closed_meanwhile)
+    assert len(tabs) == 0
 
 
 def test_a_failed_start_frees_its_slot():
     tabs = TabSessions(max_tabs=1, idle_s=60, clock=FakeClock())
     with pytest.raises(InputError):
-        tabs.start("a", lambda: PageEpisode("nowhere", "nearest", 0))
+        tabs.start("a", "", lambda: PageEpisode("nowhere", "nearest", 0))
     assert len(tabs) == 0
-    tabs.start("b", _make())
+    tabs.start("b", "", _make())
 
 
 def test_what_one_tab_sends_never_reaches_anothers_episode():
     tabs = TabSessions(max_tabs=4, idle_s=60, clock=FakeClock())
-    good = tabs.start("good", _make(4))
-    bad = tabs.start("bad", _make(4))
+    _, good = tabs.start("good", "", _make(4))
+    kbad, bad = tabs.start("bad", "", _make(4))
     for line in ("HELLO", "ROUTE E1 S99 FAST", "\x00" * 500, "DEFER E1 15"):
         bad.submit(line)
         good.step_once()
@@ -300,7 +345,7 @@ def test_what_one_tab_sends_never_reaches_anothers_episode():
     bad.play()
     bad.advance(1.0)
     bad.advance(5.0)
-    tabs.close("bad")
+    tabs.close("bad", kbad)
     # The good tab's decisions are exactly a lone run's.
     env = EVGridEnv()
     obs = env.reset(seed=4, scenario=SCENARIO)
@@ -313,3 +358,46 @@ def test_what_one_tab_sends_never_reaches_anothers_episode():
         obs = env.observation()
     assert [d.action for d in reversed(good.ctrl.decisions)] == expected
     assert good.ctrl.env.kpi_summary() == env.kpi_summary()
+
+
+# --- The Oracle's model, one for every tab ---------------------------------------------------
+def test_every_oracle_tab_uses_the_one_model_one_decode_at_a_time(monkeypatch):
+    """The first Oracle tab loads the model; later tabs get their own policy over
+    that model (the shipped prompt), and two tabs never decode at once."""
+    import threading
+
+    from evgrid_web import episode
+
+    loads, calls, busy = [], [], threading.Lock()
+
+    class FakeLlama:
+        def create_completion(self, prompt):  # noqa: ANN001, ANN201
+            assert busy.acquire(blocking=False), "two decodes at once"
+            time.sleep(0.01)
+            busy.release()
+            calls.append(prompt)
+            return prompt
+
+    class FakeOracle:
+        def __init__(self, llama=None, prompt=None):  # noqa: ANN001
+            if llama is None:
+                loads.append(1)
+                llama = FakeLlama()
+            self.llm, self.prompt = llama, prompt
+
+    monkeypatch.setattr(episode, "_ORACLE", {})
+    monkeypatch.setattr(episode, "make_policy", lambda name, **kw: FakeOracle(**kw))
+    tabs = [episode.oracle_policy() for _ in range(3)]
+    assert len(loads) == 1
+    assert tabs[1].llm is tabs[0].llm is tabs[2].llm and tabs[1].prompt == "decision"
+    threads = [
+        threading.Thread(
+            target=lambda p=p: [p.llm.create_completion(i) for i in range(5)]
+        )
+        for p in tabs
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(calls) == 15
