@@ -23,7 +23,7 @@ from .sprites import sprite
 FULL = 1.2  # the bar spans 0..120 % of the limit
 VOLT_COLUMN = 42  # [px] the feeders' lowest voltage, network grid models only
 NAME_W = 92  # [px]
-MW_W, PCT_W, EV_W = 66, 40, 44  # [px] the figure columns
+MW_W, PCT_W, EV_W = 66, 48, 44  # [px] the figure columns (">100 %" fits)
 
 
 def ev_tint(colour: theme.Colour) -> theme.Colour:
