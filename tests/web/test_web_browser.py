@@ -169,6 +169,24 @@ def test_tabs_are_isolated_and_bounded(web_url, browser, web_max_tabs):
         page.close()
 
 
+def test_the_page_shows_markup_as_text_and_its_hint_once(web_url, browser):
+    """Issue 34: ``<n>`` in a refusal and markup in a line are read back as text;
+    the landing page says "press Start" once, with no raw Markdown."""
+    page = open_page(browser, web_url)
+    body = page.inner_text("body")
+    assert body.count("press Start to begin") == 1 and "**" not in body
+    start(page, "nearest", 1)
+    page.fill("#evgrid-line textarea", "ROUTE </div> <n>")
+    page.click("#evgrid-send")
+    expect_text(page, "#evgrid-message", "refused: ROUTE </div> <n>: malformed ROUTE")
+    page.fill("#evgrid-line textarea", "LOAD_SHIFT S3 10 15")
+    page.click("#evgrid-send")
+    expect_text(
+        page, "#evgrid-message", "expected LOAD_SHIFT S<n> 25|50|75 15|30|45|60"
+    )
+    page.close()
+
+
 @pytest.mark.slow
 def test_a_whole_oracle_episode_and_its_mp4(web_url, browser, tmp_path):
     from evgrid_web.episode import FRAME_SIZE, FRAMES_PER_TICK, page_policies
