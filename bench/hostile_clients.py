@@ -187,9 +187,18 @@ async def churn(url: str, handlers: dict, args, stop: asyncio.Event, t) -> None:
         except OSError:
             return -1
 
+    async def one() -> None:
+        async with room:
+            t[f"churn join: {await asyncio.to_thread(join)}"] += 1
+
+    room = asyncio.Semaphore(16)  # joins in flight at once
+    pending: set[asyncio.Task] = set()
     while not stop.is_set():
-        t[f"churn join: {await asyncio.to_thread(join)}"] += 1
+        task = asyncio.create_task(one())
+        pending.add(task)
+        task.add_done_callback(pending.discard)
         await asyncio.sleep(1 / args.churn_per_s)
+    await asyncio.gather(*pending, return_exceptions=True)
 
 
 async def oracle_tab(url: str, handlers: Handlers, seed: int, stop, t) -> None:
@@ -231,12 +240,15 @@ async def hostile_mix(url: str, args, stop_flag, t: Counter) -> dict[str, float]
              for b in (False, True) for _ in range(args.slow)]  # fmt: skip
     extra += [big_ws_client(url, 900 + i, args, stop, t) for i in range(args.big_ws)]
     extra += [uploader(host, port, args, stop, t) for _ in range(args.uploads)]
-    extra += [leavers(host, port, args, stop, t), churn(url, handlers, args, stop, t)]
+    if args.leavers_per_s > 0:
+        extra.append(leavers(host, port, args, stop, t))
+    if args.churn_per_s > 0:
+        extra.append(churn(url, handlers, args, stop, t))
     if oracle_offered(config):
         extra += [
             oracle_tab(url, handlers, i, stop, t) for i in range(args.oracle_tabs)
         ]
-    else:
+    elif args.oracle_tabs:
         t["oracle tabs: the Oracle is not offered on the page"] += 1
     clients = asyncio.gather(*extra, return_exceptions=True)
     while not stop_flag.is_set():

@@ -59,10 +59,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--slow", type=int, default=200, help="slow heads and bodies each")
     p.add_argument("--big-ws", type=int, default=8, help="clients of big messages")
     p.add_argument("--huge-mb", type=float, default=16.0, help="[MB] the huge one")
-    p.add_argument("--leavers-per-s", type=float, default=20.0, help="mid-body")
+    p.add_argument(
+        "--leavers-per-s", type=float, default=20.0, help="mid-body (0: none)"
+    )
     p.add_argument("--uploads", type=int, default=2, help="concurrent uploaders")
     p.add_argument("--upload-mb", type=float, default=20.0, help="[MiB] each")
-    p.add_argument("--churn-per-s", type=float, default=50.0, help="new page ids")
+    p.add_argument(
+        "--churn-per-s", type=float, default=50.0, help="new page ids (0: none)"
+    )
     p.add_argument("--oracle-tabs", type=int, default=2, help="page tabs of the Oracle")
     p.add_argument("--settle-s", type=float, default=20.0, help="[s] before 'after'")
     p.add_argument("--json", action="store_true", help="print the figures as JSON")
