@@ -127,14 +127,16 @@ def describe_action(action: object) -> str:
 
 
 def _has_text(action: object) -> bool:
-    if not isinstance(action, Action):
-        return False
-    numbers = [getattr(action, f) for f in action.__slots__ if f != "kind"]
-    if not all(map(_whole, numbers)):
-        return False
-    return not isinstance(action, Route) or (
-        _whole(action.kind) and 0 <= action.kind < N_KINDS
-    )
+    kind = type(action)
+    if kind is Route:
+        return (_whole(action.ev) and _whole(action.station)  # type: ignore[union-attr]
+                and _whole(action.kind) and 0 <= action.kind < N_KINDS)  # type: ignore[union-attr]  # fmt: skip
+    if kind is Defer:
+        return _whole(action.ev) and _whole(action.minutes)  # type: ignore[union-attr]
+    if kind is LoadShift:
+        return (_whole(action.station) and _whole(action.cap_pct)  # type: ignore[union-attr]
+                and _whole(action.minutes))  # type: ignore[union-attr]  # fmt: skip
+    return False
 
 
 # --- Field checks -------------------------------------------------------------------
@@ -146,7 +148,10 @@ def _has_text(action: object) -> bool:
 
 def _whole(value: object) -> bool:
     """A whole number: an int or numpy integer, not a bool, NaN or a float."""
-    return isinstance(value, Integral) and not isinstance(value, bool)
+    kind = type(value)
+    if kind is int or kind is ChargerKind:  # the common cases, without the ABC check
+        return True
+    return kind is not bool and isinstance(value, Integral)
 
 
 def field_problem(action: object) -> str | None:

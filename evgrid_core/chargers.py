@@ -13,6 +13,8 @@ from enum import IntEnum
 
 import numpy as np
 
+from .jit import kernel
+
 
 @dataclass(frozen=True, slots=True)
 class ChargerSpec:
@@ -51,12 +53,19 @@ CHARGER_KW.flags.writeable = False
 CHARGER_DC: tuple[bool, ...] = tuple(c.dc for c in CHARGERS)
 
 
-def vehicle_kw(kind: int, max_ac_kw: float, max_dc_kw: float) -> float:
-    """[kW] the most an EV takes from a charger of ``kind``: 0 = it cannot use it.
+@kernel
+def vehicle_kw_of(kind: int, max_ac_kw: float, max_dc_kw: float) -> float:
+    """[kW] the most an EV takes from a charger of ``kind`` (a plain int): 0 = it
+    cannot use it.
 
     The one statement of which kinds an EV can use (by its AC and DC inlets).
     """
     return max_dc_kw if CHARGER_DC[kind] else max_ac_kw
+
+
+def vehicle_kw(kind: int, max_ac_kw: float, max_dc_kw: float) -> float:
+    """``vehicle_kw_of`` for any kind (a ``ChargerKind`` too) and number."""
+    return vehicle_kw_of(int(kind), float(max_ac_kw), float(max_dc_kw))
 
 
 def inlet_of(max_ac_kw: np.ndarray, max_dc_kw: np.ndarray) -> np.ndarray:

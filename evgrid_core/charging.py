@@ -8,36 +8,30 @@ carries (``grid.py``). Grid energy in a tick = min(power x tick, what the EV sti
 needs); battery energy = grid energy x efficiency; the EV leaves once it reaches
 its target.
 
-The functions take floats (one session: ``session_energy``, the optimum's plans)
-or numpy arrays (every session of a tick at once: ``World._charge``), with the
-same float operations either way.
+The functions take one session's floats: the world's tick calls them in a
+compiled loop over its sessions (``ticks.py``), the optimum's plans one session at
+a time (``session_energy``), with the same float operations either way.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from .chargers import CHARGER_DC, CHARGER_KW, vehicle_kw
+from .chargers import CHARGER_DC, CHARGER_KW, vehicle_kw_of
 from .config import SimConfig
-
-Value = float | np.ndarray  # one session's number, or every session's
+from .jit import kernel
 
 DONE_TOLERANCE_KWH = 1e-9  # [kWh] a session this close to its need has reached it
 
-
-# Elementwise max and min of arrays (the world's sessions) or of floats (one
-# session): numpy's ufuncs cost a float ten times what Python's builtins do.
-def _max(a: Value, b: float) -> Value:
-    return np.maximum(a, b) if isinstance(a, np.ndarray) else max(a, b)
+# Each rule below is a kernel (``jit.py``): the world's tick applies it to every
+# session in a compiled loop, the optimum to one session from Python; the floats
+# are the same either way (``tests/core/test_core_charging.py``).
 
 
-def _min(a: Value, b: Value) -> Value:
-    return np.minimum(a, b) if isinstance(a, np.ndarray) else min(a, b)
-
-
+@kernel
 def plug_kw(kind: int, max_ac_kw: float, max_dc_kw: float) -> float:
     """[kW] the most a session draws: min(charger, vehicle) (0 = the EV cannot use it)."""
-    return min(CHARGER_KW[kind], vehicle_kw(kind, max_ac_kw, max_dc_kw))
+    return min(CHARGER_KW[kind], vehicle_kw_of(kind, max_ac_kw, max_dc_kw))
 
 
 def taper_start(config: SimConfig, kind: int) -> float:
@@ -45,32 +39,37 @@ def taper_start(config: SimConfig, kind: int) -> float:
     return config.taper_start_dc if CHARGER_DC[kind] else config.taper_start_ac
 
 
-def tapered_kw(plug_kw: Value, soc: Value, taper_start: Value, floor: float) -> Value:
+@kernel
+def tapered_kw(plug_kw: float, soc: float, taper_start: float, floor: float) -> float:
     """[kW] a session's power before any limit: full below ``taper_start``, then
     falling linearly to ``floor`` x full at 100 % SoC."""
     # >= 1 below taper_start, so the clip gives full power there
-    taper = 1.0 - (1.0 - floor) * (soc - taper_start) / _max(1.0 - taper_start, 1e-9)
-    return plug_kw * _min(_max(taper, floor), 1.0)
+    taper = 1.0 - (1.0 - floor) * (soc - taper_start) / max(1.0 - taper_start, 1e-9)
+    return plug_kw * min(max(taper, floor), 1.0)
 
 
-def need_kwh(soc: Value, target: Value, battery_kwh: Value, efficiency: float) -> Value:
+@kernel
+def need_kwh(soc: float, target: float, battery_kwh: float, efficiency: float) -> float:
     """[kWh grid side] still to deliver for the EV to reach its target (0 once there)."""
-    return _max((target - soc) * battery_kwh / efficiency, 0.0)
+    return max((target - soc) * battery_kwh / efficiency, 0.0)
 
 
-def tick_energy_kwh(power_kw: Value, dt_h: float, need: Value) -> Value:
+@kernel
+def tick_energy_kwh(power_kw: float, dt_h: float, need: float) -> float:
     """[kWh grid side] delivered in one tick: power x tick, no more than the need."""
-    return _min(power_kw * dt_h, need)
+    return min(power_kw * dt_h, need)
 
 
-def reached(energy: Value, need: Value) -> bool | np.ndarray:
+@kernel
+def reached(energy: float, need: float) -> bool:
     """Whether a tick's ``energy`` [kWh] completes the session (its ``need``)."""
     return energy >= need - DONE_TOLERANCE_KWH
 
 
+@kernel
 def soc_after(
-    soc: Value, energy: Value, battery_kwh: Value, efficiency: float
-) -> Value:
+    soc: float, energy: float, battery_kwh: float, efficiency: float
+) -> float:
     """[0-1] state of charge after ``energy`` [kWh grid side] (the session goes on)."""
     return soc + energy * efficiency / battery_kwh
 

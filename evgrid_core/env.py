@@ -34,11 +34,12 @@ from .config import SimConfig
 from .fleet import CLASS_NAMES, ORIGIN_WEIGHT, Arrivals, draw_arrivals
 from .kpis import KPITracker
 from .observation import Observation, build_observation, render_text
-from .reward import zero_parts
+from .reward import REWARD_KEYS
 from .rules import validate_action
 from .scenarios import DEFAULT_SCENARIO, Scenario, get_scenario
+from .state import P_INVALID
 from .tables import scenario_tables
-from .world import World
+from .world import World, new_parts
 
 
 class EpisodeOverError(RuntimeError):
@@ -105,7 +106,7 @@ class EVGridEnv:
         self.steps = 0
         self.done = False
         self.last_info: dict[str, Any] = {}
-        self.world.advance(zero_parts(), self.kpis)  # to the first tick with a request
+        self.world.advance(new_parts(), self.kpis)  # to the first tick with a request
         self.done = self.world.finished
         return self.observation()
 
@@ -129,18 +130,17 @@ class EVGridEnv:
         text = action if isinstance(action, str) else getattr(action, "text", None)
         parsed = parse_action(action) if isinstance(action, str) else action
         ok, reason = self._judge(w, parsed)
-        parts = zero_parts()
-        gave_up = w.gave_up_now
-        gave_up.clear()
+        parts = new_parts()
+        w.clear_gave_up()
         # An invalid answer fails the request being decided (the first pending one).
         ev = (
             parsed.ev - 1 if ok and isinstance(parsed, (Route, Defer)) else w.pending[0]
         )
         weights = self.config.weights
         if not ok:
-            parts["invalid"] -= weights.invalid
+            parts[P_INVALID] -= weights.invalid
             self.kpis.invalid += 1
-            w.strand(ev, parts, self.kpis)
+            w.strand(ev, parts)
         elif isinstance(parsed, Route):
             w.route(ev, parsed.station, int(parsed.kind), parts)
         elif isinstance(parsed, Defer):
@@ -153,16 +153,19 @@ class EVGridEnv:
         self.steps += 1
         self.kpis.steps += 1
         self.done = w.finished
-        reward = float(sum(parts.values()))
-        self.kpis.add_reward(reward, parts)
+        named = dict(zip(REWARD_KEYS, parts.tolist(), strict=True))
+        reward = float(sum(named.values()))
+        self.kpis.add_reward(reward, named)
         self.last_info = {
             "valid": ok,
             "reason": reason,
             "action": text if text is not None else describe_action(parsed),
             "ev": ev + 1,
-            "reward_parts": parts,
+            "reward_parts": named,
             "tick": w.tick,
-            "gave_up": [i + 1 for i in gave_up],  # EVs out of patience as the clock ran
+            "gave_up": [
+                i + 1 for i in w.gave_up_now
+            ],  # out of patience as the clock ran
         }
         return StepResult(reward, self.done, self.last_info)
 

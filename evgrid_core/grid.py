@@ -4,7 +4,7 @@ Each tick the world asks its ``GridModel`` to carry the stations' EV load
 (``carry(tick, station_kw)``) and gets a ``GridTick``: per feeder the capacity,
 background, EV load carried and shed, utilisation, and per station the factor its
 EV energy is scaled by when protection sheds. The reward's grid terms
-(``reward.feeder_stress``) and the KPIs read only the ``GridTick``.
+(``ticks.grid_terms``) and the KPIs read only the ``GridTick``.
 
 ``FeederSum`` (``"feeder_sum"``, the default) adds each feeder's stations to its
 background load. The network models carry the same kW by the same rule and add the
@@ -27,6 +27,7 @@ from typing import Protocol
 import numpy as np
 
 from .distflow import LinDistFlowSolver, NetworkState, voltage_deficit
+from .jit import kernel
 from .network import (
     EV_PF,
     Network,
@@ -86,18 +87,52 @@ GridFactory = Callable[[ScenarioTables, np.ndarray], GridModel]
 SHED_TOLERANCE_KW = 1e-6  # [kW]
 
 
+@kernel
+def protect(ev_kw: np.ndarray, headroom_kw: np.ndarray, factor: np.ndarray,
+            shed_kw: np.ndarray) -> bool:  # fmt: skip
+    """The protection rule, per feeder, in place: whether any feeder sheds.
+
+    ``ev_kw`` [kW] is the EV load the feeder's sessions would draw this tick (left
+    as what it carries), ``headroom_kw`` [kW] its capacity minus its background;
+    ``factor`` [0-1] (ones in) and ``shed_kw`` (zeros in) are what it scales its EV
+    charging by and what it sheds. Only a feeder over its headroom by more than
+    ``SHED_TOLERANCE_KW`` sheds.
+    """
+    n = len(ev_kw)
+    shed_any = False
+    for f in range(n):
+        if ev_kw[f] > headroom_kw[f] + SHED_TOLERANCE_KW:
+            shed_any = True
+    if not shed_any:  # the common case: nothing to scale
+        return False
+    for f in range(n):
+        room = max(headroom_kw[f], 0.0)
+        if ev_kw[f] > room + SHED_TOLERANCE_KW:
+            factor[f] = room / max(ev_kw[f], 1e-12)
+            shed_kw[f] = ev_kw[f] - room
+        ev_kw[f] = ev_kw[f] - shed_kw[f]
+    return True
+
+
 def feeder_protection(
     ev_kw: np.ndarray, headroom_kw: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Per feeder: the factor its EV charging is scaled by [0-1] and the kW shed.
+    """Per feeder: the factor its EV charging is scaled by [0-1] and the kW shed
+    (``protect`` on copies)."""
+    ev = np.array(ev_kw, dtype=float)
+    factor, shed = np.ones(len(ev)), np.zeros(len(ev))
+    protect(ev, np.asarray(headroom_kw, dtype=float), factor, shed)
+    return factor, shed
 
-    ``ev_kw`` [kW] is the EV load the feeder's sessions would draw this tick,
-    ``headroom_kw`` [kW] its capacity minus its background load.
-    """
-    room = np.maximum(headroom_kw, 0.0)
-    over = ev_kw > room + SHED_TOLERANCE_KW
-    factor = np.where(over, room / np.maximum(ev_kw, 1e-12), 1.0)
-    return factor, np.where(over, ev_kw - room, 0.0)
+
+@kernel
+def feeder_sum(station_kw: np.ndarray, feeder_of: np.ndarray, headroom_kw: np.ndarray,
+               ev_kw: np.ndarray, factor: np.ndarray, shed_kw: np.ndarray) -> bool:  # fmt: skip
+    """The feeder sum's rule: each feeder's stations' EV load (``ev_kw``, zeros in),
+    then ``protect``. The world's compiled tick and ``FeederSum.carry`` both call it."""
+    for s in range(len(station_kw)):
+        ev_kw[feeder_of[s]] += station_kw[s]
+    return protect(ev_kw, headroom_kw, factor, shed_kw)
 
 
 # --- The feeder sum ---------------------------------------------------------------
@@ -106,7 +141,7 @@ class FeederSum:
     capacity (``feeder_protection`` sheds the excess)."""
 
     def __init__(self, tables: ScenarioTables, background_kw: np.ndarray) -> None:
-        self.feeder_of = tables.feeder_of
+        self.feeder_of = np.asarray(tables.feeder_of, dtype=np.int64)
         self.n_feeders = len(tables.city.feeders)
         self.capacity_kw = tables.capacity_kw  # (T, F) [kW]
         self.background_kw = background_kw  # (T, F) [kW]
@@ -119,20 +154,19 @@ class FeederSum:
 
     def carry(self, tick: int, station_kw: np.ndarray) -> GridTick:
         cap, bg = self.capacity_rows[tick], self.background_rows[tick]
-        ev_kw = np.bincount(
-            self.feeder_of, weights=station_kw, minlength=self.n_feeders
-        )
-        headroom = self.headroom_kw[tick]
-        shed, factor = self.no_shed_kw, None
-        if (ev_kw > headroom + SHED_TOLERANCE_KW).any():  # rare: only then shed
-            by_feeder, shed = feeder_protection(ev_kw, headroom)
+        F = self.n_feeders
+        ev_kw, factor, shed = np.zeros(F), np.ones(F), np.zeros(F)
+        by_station = None
+        if feeder_sum(np.asarray(station_kw, dtype=float), self.feeder_of,
+                      self.headroom_kw[tick], ev_kw, factor, shed):  # fmt: skip
             shed.flags.writeable = False  # the shed kWh stay owed to their EVs
-            ev_kw = ev_kw - shed
-            factor = by_feeder[self.feeder_of]
+            by_station = factor[self.feeder_of]
+        else:
+            shed = self.no_shed_kw
         ev_kw.flags.writeable = False
         # Six feeders: plain floats are faster than numpy here.
         util = [(b + e) / c for b, e, c in zip(bg, ev_kw.tolist(), cap, strict=True)]
-        return GridTick(cap, bg, ev_kw, shed, util, factor)
+        return GridTick(cap, bg, ev_kw, shed, util, by_station)
 
     def forecast(self, tick: int, asked_kw: np.ndarray, ticks: int) -> np.ndarray:
         horizon = slice(tick, min(len(self.capacity_kw), tick + ticks))

@@ -9,7 +9,24 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .config import REWARD_KEYS
-from .world import GAVE_UP, STRANDED
+from .state import (
+    F_COST,
+    F_ENERGY,
+    F_PEAK_UTIL,
+    F_RENEWABLE,
+    F_SHED_KWH,
+    F_UNMET,
+    GAVE_UP,
+    I_GAVE_UP,
+    I_N_WAITS,
+    I_ON_TIME,
+    I_OVERLOAD_TICKS,
+    I_PHYSICS_TICKS,
+    I_SERVED,
+    I_STRANDED,
+    I_STRESS_EVENTS,
+    STRANDED,
+)  # fmt: skip
 
 if TYPE_CHECKING:
     from .distflow import NetworkState
@@ -50,21 +67,38 @@ KPI_UNITS: dict[str, str] = {
 }
 
 
+def _int(i: int) -> property:
+    return property(lambda self: int(self.world.state.ints[i]))
+
+
+def _float(i: int) -> property:
+    return property(lambda self: float(self.world.state.floats[i]))
+
+
 class KPITracker:
-    """Counts what happens in one episode; ``summary()`` gives the KPI dict."""
+    """Counts what happens in one episode; ``summary()`` gives the KPI dict.
+
+    What the world's ticks count is read from its state (the kernels count it);
+    the decisions' counts (steps, invalid answers, LOAD_SHIFTs), the return and the
+    network models' figures are counted here.
+    """
+
+    served = _int(I_SERVED)
+    stranded = _int(I_STRANDED)  # every EV that left without charging
+    gave_up = _int(I_GAVE_UP)  # those of them whose patience ran out
+    critical_on_time = _int(I_ON_TIME)
+    overload_ticks = _int(I_OVERLOAD_TICKS)  # feeder-ticks over a limit
+    stress_events = _int(I_STRESS_EVENTS)  # feeders newly above the soft limit
+    energy = _float(F_ENERGY)  # [kWh] grid energy delivered
+    renewable_energy = _float(F_RENEWABLE)
+    cost = _float(F_COST)  # [INR]
+    unmet_kwh = _float(F_UNMET)  # [kWh] still owed at the end to EVs in the system
+    shed_kwh = _float(F_SHED_KWH)  # [kWh] EV charging shed by feeder protection
+    peak_util = _float(F_PEAK_UTIL)
 
     def __init__(self, world: World) -> None:
         self.world = world
-        self.waits: list[float] = []  # [min] of the EVs that plugged in, in order
-        self.served = self.stranded = self.invalid = self.steps = self.load_shifts = 0
-        self.gave_up = 0
-        self.critical_on_time = 0
-        self.peak_util = 0.0
-        self.overload_ticks = 0
-        self.stress_events = 0
-        self.energy = self.renewable_energy = self.cost = 0.0
-        self.unmet_kwh = 0.0  # [kWh] still owed at the end to EVs in the system
-        self.shed_kwh = 0.0  # [kWh] EV charging shed by feeder protection
+        self.invalid = self.steps = self.load_shifts = 0
         self.total_return = 0.0
         # The network grid models only (0 under the feeder sum):
         self.undervoltage_ticks = (
@@ -72,25 +106,19 @@ class KPITracker:
         )
         self.dt_overload_ticks = 0  # station-ticks with a DT above its rating
         self.losses_kwh = 0.0  # [kWh] series losses of lines and transformers
-        self.feeder_util_history: list[list[float]] = []  # [tick][feeder] utilisation
         self.parts_total = dict.fromkeys(REWARD_KEYS, 0.0)
 
-    # --- Hooks called by the world -------------------------------------------------
-    def on_plug_in(self, ev: int, wait_min: float, on_time: bool) -> None:
-        self.waits.append(wait_min)
-        self.critical_on_time += on_time
+    @property
+    def waits(self) -> list[float]:
+        """[min] of the EVs that plugged in, in order."""
+        st = self.world.state
+        return st.waits[: st.ints[I_N_WAITS]].tolist()
 
-    def on_tick(
-        self,
-        util: list[float],
-        new_stress: int,
-        n_over: int,
-    ) -> None:
-        """One tick of feeders: utilisation per feeder, new excursions above the soft limit."""
-        self.peak_util = max(self.peak_util, max(util))
-        self.feeder_util_history.append(util)
-        self.overload_ticks += n_over
-        self.stress_events += new_stress
+    @property
+    def feeder_util_history(self) -> list[list[float]]:
+        """[tick][feeder] utilisation, one row per tick run."""
+        st = self.world.state
+        return st.util_history[: st.ints[I_PHYSICS_TICKS]].tolist()
 
     def on_network(self, state: NetworkState, dt_h: float) -> None:
         """One tick of the network (the network grid models)."""
@@ -130,14 +158,15 @@ class KPITracker:
         requested = int(np.count_nonzero(w.status > 0))
         critical = int(np.count_nonzero(w.arrivals.critical & (w.status > 0)))
         waits = self.waits_min() if requested else np.zeros(1)
-        plugged = np.array(self.waits) if self.waits else np.zeros(1)
+        waits_plugged = self.waits
+        plugged = np.array(waits_plugged) if waits_plugged else np.zeros(1)
         tm = w.config.tick_minutes
         return {
             "mean_wait_min": float(waits.mean()),
             "p95_wait_min": float(np.percentile(waits, 95)),
             "mean_wait_plugged_in_min": float(plugged.mean()),
             "evs_requested": requested,
-            "evs_plugged_in": len(self.waits),
+            "evs_plugged_in": len(waits_plugged),
             "evs_served": self.served,
             "energy_kwh": self.energy,
             "unmet_kwh": self.unmet_kwh,

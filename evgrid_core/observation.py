@@ -146,7 +146,7 @@ def build_observation(w: World, done: bool) -> Observation:
             max_dc_kw=evs.max_dc_kw[ev],
             range_km=w.range_km(ev),
             waited_min=now - evs.request_minute[ev],
-            defers=w.defers[ev],
+            defers=int(w.defers[ev]),
             critical=crit,
             deadline_in_min=evs.deadline_minute[ev] - now if crit else None,
             patience_left_min=evs.patience_minute[ev] - now,

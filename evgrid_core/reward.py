@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .jit import kernel
+
 if TYPE_CHECKING:
     from .grid import GridTick
 
@@ -63,41 +65,10 @@ def defer_abuse_count(defers: int) -> int:
     return defers * (defers - 1) // 2
 
 
+@kernel
 def fossil_kwh(kwh: Value, renewable_share: Value) -> Value:
     """[kWh] the non-renewable part of charged energy (what ``renewable`` is paid on)."""
     return kwh * (1.0 - renewable_share)
-
-
-def feeder_stress(
-    grid: GridTick, soft_limit: float, above_soft: list[bool]
-) -> tuple[float, float, int, int]:
-    """One tick's grid terms: ([kW] EV load asked above the soft limit, [kW] EV load
-    asked above capacity (what protection shed), feeders newly above the soft limit,
-    feeders overloaded). Updates ``above_soft`` (per feeder, the last tick's state).
-
-    Stress is charged on the EV load asked (carried + shed) above the soft limit,
-    the peak part on the EV load asked above capacity: what the protection shed.
-    """
-    bg = grid.background_kw
-    ev_kw, shed_kw = grid.ev_kw.tolist(), grid.shed_kw.tolist()
-    stress_kw = over_kw = 0.0
-    n_new_stress = n_over = 0
-    for f, c in enumerate(grid.capacity_kw):  # six feeders: plain floats
-        e, shed = ev_kw[f], shed_kw[f]
-        asked = e + shed  # [kW] EV load asked of the feeder
-        load = bg[f] + asked
-        if load / c > soft_limit:
-            stress_kw += min(asked, load - soft_limit * c)
-            n_new_stress += not above_soft[f]
-            above_soft[f] = True
-        else:
-            above_soft[f] = False
-        if shed:
-            over_kw += shed  # = min(asked, load - c)
-            n_over += 1
-        elif bg[f] > c:  # the background alone above capacity: no EV load to shed
-            n_over += 1
-    return stress_kw, over_kw, n_new_stress, n_over
 
 
 def network_terms(grid: GridTick) -> tuple[float, float]:

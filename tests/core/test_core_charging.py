@@ -22,9 +22,9 @@ from evgrid_core.scenarios import SCENARIOS
 from evgrid_core.tables import scenario_tables, travel_ticks
 
 
-def test_the_charging_functions_give_the_same_floats_for_one_session_or_many() -> None:
-    # The world applies them to arrays of sessions, the optimum to one float
-    # session at a time (builtins min/max then): the numbers must be identical.
+def test_the_charging_functions_give_the_same_floats_compiled_or_not() -> None:
+    # The world's tick calls them compiled (numba), the optimum from Python; with
+    # NUMBA_DISABLE_JIT they run as Python everywhere: the numbers must be identical.
     rng = np.random.default_rng(3)
     n = 2000
     soc = rng.uniform(0.0, 1.0, n)
@@ -32,18 +32,21 @@ def test_the_charging_functions_give_the_same_floats_for_one_session_or_many() -
     battery = rng.uniform(7.0, 80.0, n)
     plug = rng.choice(CHARGER_KW, n)
     start = rng.choice([0.8, 0.95], n)
-    power = tapered_kw(plug, soc, start, 0.1)
-    need = need_kwh(soc, target, battery, 0.92)
-    energy = tick_energy_kwh(power, 5 / 60, need)
-    done = reached(energy, need)
-    after = soc_after(soc, energy, battery, 0.92)
+    plain = {f: getattr(f, "py_func", f) for f in (tapered_kw, need_kwh,
+             tick_energy_kwh, reached, soc_after)}  # fmt: skip
     for i in range(n):
-        p = tapered_kw(float(plug[i]), soc[i].item(), start[i].item(), 0.1)
+        args = (float(plug[i]), soc[i].item(), start[i].item(), 0.1)
+        p = tapered_kw(*args)
         nd = need_kwh(soc[i].item(), target[i].item(), battery[i].item(), 0.92)
         e = tick_energy_kwh(p, 5 / 60, nd)
-        assert (p, nd, e) == (power[i], need[i], energy[i])
-        assert reached(e, nd) == done[i]
-        assert soc_after(soc[i].item(), e, battery[i].item(), 0.92) == after[i]
+        assert p == plain[tapered_kw](*args)
+        assert nd == plain[need_kwh](
+            soc[i].item(), target[i].item(), battery[i].item(), 0.92
+        )
+        assert e == plain[tick_energy_kwh](p, 5 / 60, nd)
+        assert reached(e, nd) == plain[reached](e, nd)
+        after = soc_after(soc[i].item(), e, battery[i].item(), 0.92)
+        assert after == plain[soc_after](soc[i].item(), e, battery[i].item(), 0.92)
 
 
 def test_power_is_full_below_the_taper_and_falls_to_the_floor_at_full() -> None:

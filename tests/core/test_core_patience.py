@@ -17,7 +17,18 @@ from hypothesis import strategies as st
 from evgrid_core import EVGridEnv, load_city
 from evgrid_core.fleet import arrivals_from_records
 from evgrid_core.policies import make_policy
-from evgrid_core.world import CHARGING, GAVE_UP, SERVED, give_up_tick, give_up_ticks
+from evgrid_core.reward import REWARD_KEYS
+from evgrid_core.world import (
+    CHARGING,
+    GAVE_UP,
+    QUEUED,
+    SERVED,
+    STRANDED,
+    TRAVELING,
+    give_up_tick,
+    give_up_ticks,
+    new_parts,
+)
 
 CITY = load_city()
 NO_NOISE = [1.0] * len(CITY.feeders)
@@ -48,10 +59,18 @@ def status_of(env: EVGridEnv, ev_id: int) -> str:
 
 def nothing_refers_to(env: EVGridEnv, ev_id: int) -> None:
     w, ev = env.world, ev_id - 1
-    assert all(ev not in evs for evs in w.requests_at.values())
-    assert all(ev not in evs for evs in w.reach_at.values())
-    assert all(ev not in q for qs in w.queues for q in qs)
+    assert w.status[ev] in (GAVE_UP, STRANDED)  # nothing waits for it to come back
     assert ev not in w.pending and ev not in w.plugged
+    # The stations' counts are exactly their EVs' statuses: it left every queue.
+    for code, counts in (
+        (QUEUED, w.queue_len),
+        (TRAVELING, w.inbound),
+        (CHARGING, w.busy),
+    ):
+        want = np.zeros_like(counts)
+        for e in np.flatnonzero(w.status == code):
+            want[w.station[e], w.kind[e]] += 1
+        assert (want == counts).all(), code
     assert ev_id not in [e["id"] for e in env.state()["evs"]]
 
 
@@ -130,11 +149,11 @@ def test_a_deferred_ev_gives_up_while_deferred_when_its_patience_ends_first() ->
     # anyway: a deferred EV past its patience leaves before it would ask again.
     env = episode(dict(tick=0, patience_min=12, **CAR), dict(tick=3, **BYSTANDER))
     w = env.world
-    parts = dict.fromkeys(env.kpis.parts_total, 0.0)
+    parts = new_parts()
     w.defer(0, 30, parts)  # past patience: only the world's own API allows it
     w.advance(parts, env.kpis)
     assert env.observation().tick == 3 and w.status[0] == GAVE_UP  # end of tick 2
-    assert parts["stranded"] == -W.stranded
+    assert dict(zip(REWARD_KEYS, parts, strict=True))["stranded"] == -W.stranded
     nothing_refers_to(env, 1)
 
 

@@ -14,9 +14,8 @@ import pytest
 from evgrid_core import Defer, EVGridEnv, LoadShift, Route
 from evgrid_core.actions import ChargerKind, describe_action, field_problem
 from evgrid_core.policies import make_policy
-from evgrid_core.reward import zero_parts
 from evgrid_core.rollout import run_episode
-from evgrid_core.world import DEFERRED
+from evgrid_core.world import DEFERRED, new_parts
 
 NAN = float("nan")
 
@@ -119,7 +118,7 @@ def test_an_ev_still_deferred_at_the_end_is_owed_its_energy() -> None:
         env.step(policy.act(env.observation()))
         left = (w.n_ticks - w.tick) * env.config.tick_minutes
     ev = env.request_id - 1
-    parts = zero_parts()
+    parts = new_parts()
     w.defer(ev, -5, parts)  # scheduled into a past tick: never asked again
     assert w.status[ev] == DEFERRED
     if not w.pending:

@@ -1,0 +1,56 @@
+"""The one compiled call Python makes into the world: ``call(op, state, rules, ...)``.
+
+Every kernel call from Python pays for the arrays it is handed, so Python hands over
+the packed state and rules (``state.Packed``: a dozen arrays, not fifty) and an
+operation code; here they are unpacked into named views and the kernel named by the
+code runs (``ticks.py``, ``decide.py``). A run of ticks under the feeder sum is one
+call (``ADVANCE``); another grid model's tick is several (``world.py``).
+"""
+
+from __future__ import annotations
+
+from . import decide, ticks
+from .jit import kernel
+from .state import I_N_PLUGGED, unpack, unpack_rules
+
+(ADVANCE, TICK_START, SETTLE_UNMET, REACH_AND_PLUG, CHARGE_ASK, CHARGE_SETTLE,
+ CARRY_FEEDER_SUM, GRID_TERMS, WAIT_AND_PATIENCE, TICK_END, ROUTE, DEFER, LOAD_SHIFT,
+ STRAND) = range(14)  # fmt: skip
+
+
+@kernel
+def call(op: int, packed, packed_rules, parts, a: int, b: int, c: int) -> int:  # noqa: ANN001, PLR0911, PLR0912
+    """Run kernel ``op`` on the state with arguments (a, b, c); its answer or 0."""
+    st, rules = unpack(packed), unpack_rules(packed_rules)
+    n = st.ints[I_N_PLUGGED]
+    if op == ADVANCE:
+        ticks.advance_feeder_sum(st, rules, parts)
+    elif op == TICK_START:
+        return ticks.tick_start(st, rules)
+    elif op == SETTLE_UNMET:
+        ticks.settle_unmet(st, rules, parts)
+    elif op == REACH_AND_PLUG:
+        ticks.reach_and_plug(st, rules, a)
+        return st.ints[I_N_PLUGGED]
+    elif op == CHARGE_ASK:
+        ticks.charge_ask(st, rules, a, st.scratch_energy[:n], st.scratch_need[:n])
+    elif op == CHARGE_SETTLE:
+        ticks.charge_settle(st, rules, a, st.scratch_energy[:n], st.scratch_need[:n],
+                            parts)  # fmt: skip
+    elif op == CARRY_FEEDER_SUM:
+        ticks.carry_feeder_sum(st, rules, a)
+    elif op == GRID_TERMS:
+        ticks.grid_terms(st, rules, a, parts)
+    elif op == WAIT_AND_PATIENCE:
+        ticks.wait_and_patience(st, rules, a, parts)
+    elif op == TICK_END:
+        ticks.tick_end(st)
+    elif op == ROUTE:
+        decide.route(st, rules, a, b, c, parts)
+    elif op == DEFER:
+        decide.defer(st, rules, a, b, parts)
+    elif op == LOAD_SHIFT:
+        decide.load_shift(st, rules, a, b, c, parts)
+    elif op == STRAND:
+        decide.strand(st, rules, a, parts)
+    return 0

@@ -1,0 +1,107 @@
+"""The core's one speed switch: the world's rules compiled by numba, or run as Python.
+
+``kernel`` marks a function written in the subset of Python that numba compiles
+(scalars, numpy arrays, loops, named tuples of arrays). With numba installed it is
+compiled on first use and cached on disk (``cache=True``); without numba, or with
+``NUMBA_DISABLE_JIT=1``, the very same function runs as plain Python, slower and
+with the same floats (``tests/core/test_core_jit.py`` plays episodes both ways).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import TypeVar
+
+import numpy as np
+
+F = TypeVar("F", bound=Callable)
+
+try:
+    import numba
+except ImportError:  # pragma: no cover - numba is a core dependency
+    numba = None
+
+COMPILED = numba is not None and os.environ.get("NUMBA_DISABLE_JIT", "0") in ("", "0")
+
+
+def kernel(fn: F) -> F:
+    """``fn`` compiled (no Python objects, IEEE floats: no fastmath), or ``fn``."""
+    if numba is None:
+        return fn
+    return numba.njit(cache=True, nogil=True)(fn)  # type: ignore[return-value]
+
+
+# --- numpy's sum, to the bit -------------------------------------------------------
+# ``np.sum`` of float64 adds pairwise (blocks of 8 partial sums up to 128 elements,
+# halves above); a plain loop rounds differently. The world's totals went through
+# ``ndarray.sum`` before they were compiled, so the kernels add the same way.
+@kernel
+def _block(a, lo: int, n: int) -> float:  # noqa: ANN001
+    """numpy's sum of at most 128 elements: 8 running sums, then the rest."""
+    if n < 8:
+        res = -0.0
+        for i in range(lo, lo + n):
+            res += a[i]
+        return res
+    r0, r1, r2, r3 = a[lo], a[lo + 1], a[lo + 2], a[lo + 3]
+    r4, r5, r6, r7 = a[lo + 4], a[lo + 5], a[lo + 6], a[lo + 7]
+    i = 8
+    whole = n - n % 8
+    while i < whole:
+        j = lo + i
+        r0 += a[j]
+        r1 += a[j + 1]
+        r2 += a[j + 2]
+        r3 += a[j + 3]
+        r4 += a[j + 4]
+        r5 += a[j + 5]
+        r6 += a[j + 6]
+        r7 += a[j + 7]
+        i += 8
+    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+    while i < n:
+        res += a[lo + i]
+        i += 1
+    return res
+
+
+@kernel
+def _pairwise(a, lo: int, n: int) -> float:  # noqa: ANN001
+    """numpy's pairwise sum: blocks of at most 128, halves (multiples of 8) added.
+
+    numpy recurses; numba's on-disk cache cannot hold a recursive kernel, so the
+    same tree is walked with a stack (left half, right half, then their sum)."""
+    los = np.empty(64, dtype=np.int64)
+    ns = np.empty(64, dtype=np.int64)
+    stage = np.zeros(64, dtype=np.int64)
+    sums = np.empty(64)
+    top, n_sums = 0, 0
+    los[0], ns[0] = lo, n
+    while top >= 0:
+        here, m = los[top], ns[top]
+        if m <= 128:
+            sums[n_sums] = _block(a, here, m)
+            n_sums += 1
+            top -= 1
+            continue
+        half = m // 2
+        half -= half % 8
+        if stage[top] < 2:  # the left half first, then the right
+            stage[top] += 1
+            first = stage[top] == 1
+            top += 1
+            los[top] = here if first else here + half
+            ns[top] = half if first else m - half
+            stage[top] = 0
+        else:
+            n_sums -= 1
+            sums[n_sums - 1] = sums[n_sums - 1] + sums[n_sums]
+            top -= 1
+    return sums[0]
+
+
+@kernel
+def array_sum(a, n: int) -> float:  # noqa: ANN001
+    """``float(a[:n].sum())`` for a float64 array, the same float numpy gives."""
+    return 0.0 if n == 0 else _pairwise(a, 0, n)

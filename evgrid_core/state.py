@@ -1,0 +1,267 @@
+"""The episode's state as named arrays, and the scenario's rules as numbers.
+
+What the kernels (``ticks.py``, ``decide.py``) read and write: ``EpisodeState``
+(the EVs, the stations' plugs and queues, the feeders' last tick, the counters,
+one episode's), and ``Rules`` (the scenario's tables and the config's numbers, read
+only, shared by every episode of a scenario). ``World`` is a view over them; a
+batch of episodes is a batch of these records.
+
+Lists are arrays with their length in ``ints``: ``pending`` (EVs waiting for a
+decision now, in EV order), ``plugged`` (charging, in plug-in order), ``waits``
+(each plug-in's wait), ``gave_up_now`` (EVs that gave up since the env cleared it).
+Queues are the EVs with status QUEUED at a (station, kind), first in by ``order``
+(a counter each ROUTE and each arrival at a station draws from).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from .chargers import CHARGER_KW, N_KINDS
+from .charging import taper_start
+from .config import SimConfig
+from .fleet import Arrivals
+from .jit import kernel
+from .reward import REWARD_KEYS
+from .scenarios import Scenario
+from .tables import ScenarioTables
+
+# EV status codes
+# (stranded: turned away by an invalid answer; gave_up: its patience ran out first)
+WAITING, PENDING, DEFERRED, TRAVELING, QUEUED, CHARGING, SERVED, STRANDED, GAVE_UP = (
+    range(9)
+)
+STATUS_NAMES = ("waiting", "pending", "deferred", "traveling", "queued", "charging",
+                "served", "stranded", "gave_up")  # fmt: skip
+NEVER = np.iinfo(np.int64).max  # a give-up tick past every episode
+
+# The reward's parts, by position in a parts array (``REWARD_KEYS``'s order)
+(P_WAIT, P_GRID_STRESS, P_PEAK, P_RENEWABLE, P_COST, P_URGENCY, P_STRANDED, P_INVALID,
+ P_DEFER_ABUSE, P_LOAD_SHIFT, P_UNMET, P_UNDERVOLTAGE, P_TRANSFORMER) = range(13)  # fmt: skip
+assert REWARD_KEYS[P_TRANSFORMER] == "transformer_overload" and len(REWARD_KEYS) == 13
+
+# ``EpisodeState.ints``: the clock, list lengths, counters
+(I_TICK, I_FINISHED, I_N_PENDING, I_SHIFTS, I_N_PLUGGED, I_N_WAITS, I_N_GAVE_UP_NOW,
+ I_ORDER, I_SHED, I_SERVED, I_STRANDED, I_GAVE_UP, I_ON_TIME, I_OVERLOAD_TICKS,
+ I_STRESS_EVENTS, I_PHYSICS_TICKS) = range(16)  # fmt: skip
+# ``EpisodeState.floats``: the KPIs' sums
+F_ENERGY, F_RENEWABLE, F_COST, F_SHED_KWH, F_PEAK_UTIL, F_UNMET = range(6)
+
+# ``Rules.numbers``: the config's numbers
+(R_TICK_MINUTES, R_DT_H, R_SOFT_LIMIT, R_EFFICIENCY, R_TAPER_FLOOR) = range(5)
+
+
+class Rules(NamedTuple):
+    """A scenario under a config, as the kernels read it (read-only, shared)."""
+
+    numbers: np.ndarray  # (5,) the config's numbers (R_*)
+    weights: np.ndarray  # (13,) the reward's weights, in REWARD_KEYS order
+    charger_kw: np.ndarray  # (K,) [kW]
+    taper_start: np.ndarray  # (K,) [0-1] per kind
+    travel_ticks: np.ndarray  # (T, N, S) int
+    road_km: np.ndarray  # (N, S) [km]
+    limit_kw: np.ndarray  # (S,) [kW]
+    feeder_of: np.ndarray  # (S,) int
+    plugs: np.ndarray  # (S, K) int
+    station_open: np.ndarray  # (T, S) bool
+    tariff: np.ndarray  # (T,) [INR/kWh]
+    renewable: np.ndarray  # (T,) [0-1]
+
+
+class EpisodeState(NamedTuple):
+    """One episode's state: the EVs (n), stations (S, K), feeders (F), counters."""
+
+    # The EVs as they arrive (fixed)
+    arrive_tick: np.ndarray  # (n,) tick of the first request
+    node: np.ndarray  # (n,) locality index
+    battery_kwh: np.ndarray
+    km_per_kwh: np.ndarray
+    target: np.ndarray  # [0-1]
+    max_ac_kw: np.ndarray
+    max_dc_kw: np.ndarray
+    critical: np.ndarray  # bool
+    request_minute: np.ndarray  # [min since start] first request
+    deadline_minute: np.ndarray  # [min since start] critical EVs plug in by
+    give_up_tick: np.ndarray  # the tick at whose end it gives up (NEVER: not within)
+    # The EVs as they go
+    status: np.ndarray  # the codes above
+    soc: np.ndarray
+    station: np.ndarray  # station index, -1 before a ROUTE
+    kind: np.ndarray  # charger kind, -1 before a ROUTE
+    defers: np.ndarray  # times deferred
+    due_tick: np.ndarray  # tick a deferred EV asks again, a driving one arrives
+    order: np.ndarray  # ROUTE order while driving, arrival order while queued
+    late: np.ndarray  # bool: a critical EV past its deadline
+    waiting_critical: np.ndarray  # bool: critical, asked, not yet plugged in or late
+    depart_minute: np.ndarray  # NaN until it happens
+    arrive_minute: np.ndarray
+    plug_minute: np.ndarray
+    unplug_minute: np.ndarray
+    plug_kw: np.ndarray  # [kW] min(charger, vehicle) while plugged
+    taper_start: np.ndarray
+    energy_kwh: np.ndarray  # [kWh] grid energy delivered
+    # Lists (lengths in ints)
+    pending: np.ndarray
+    plugged: np.ndarray
+    waits: np.ndarray  # [min]
+    gave_up_now: np.ndarray
+    # Stations
+    busy: np.ndarray  # (S, K)
+    queue_len: np.ndarray  # (S, K)
+    inbound: np.ndarray  # (S, K) EVs driving there
+    shift_until: np.ndarray  # (S,) LOAD_SHIFT holds before this tick
+    shift_cap_kw: np.ndarray  # (S,)
+    station_kw: np.ndarray  # (S,) [kW] mean power over the last tick
+    # Feeders: the episode's background (T, F) and the last tick carried
+    background_kw: np.ndarray
+    capacity_kw: np.ndarray  # (T, F) the scenario's
+    headroom_kw: np.ndarray  # (T, F) capacity - background
+    grid_capacity_kw: np.ndarray  # (F,) [kW] the last tick carried
+    grid_background_kw: np.ndarray  # (F,)
+    grid_ev_kw: np.ndarray  # (F,) carried
+    grid_shed_kw: np.ndarray  # (F,)
+    grid_util: np.ndarray  # (F,)
+    station_factor: np.ndarray  # (S,) when ints[I_SHED]
+    above_soft: np.ndarray  # (F,) bool
+    util_history: np.ndarray  # (T, F)
+    # Counters and sums
+    ints: np.ndarray  # I_*
+    floats: np.ndarray  # F_*
+    # Per-session scratch of a tick carried from Python (``world.py``): [kWh]
+    scratch_energy: np.ndarray
+    scratch_need: np.ndarray
+
+
+def _within(give_up: np.ndarray, n_ticks: int) -> np.ndarray:
+    """Give-up ticks (floats, inf for endless patience) within the episode, else NEVER."""
+    out = np.full(len(give_up), NEVER, dtype=np.int64)
+    inside = give_up < n_ticks
+    out[inside] = give_up[inside].astype(np.int64)
+    return out
+
+
+# --- Packing -------------------------------------------------------------------------
+# A compiled call from Python pays for every array it is handed (about 0.3 us each,
+# 17 us for the 50 of a state): the state travels as a few 2-D blocks (a plain tuple,
+# ``Packed``) and the kernels name their rows (``unpack``), views of the same memory.
+# The rows of each block, in ``EpisodeState``'s order:
+EV_FLOATS = ("battery_kwh", "km_per_kwh", "target", "max_ac_kw", "max_dc_kw",
+             "request_minute", "deadline_minute", "soc", "depart_minute",
+             "arrive_minute", "plug_minute", "unplug_minute", "plug_kw", "taper_start",
+             "energy_kwh", "waits", "scratch_energy", "scratch_need")  # fmt: skip
+EV_INTS = ("arrive_tick", "node", "give_up_tick", "status", "station", "kind", "defers",
+           "due_tick", "order", "pending", "plugged", "gave_up_now")  # fmt: skip
+EV_BOOLS = ("critical", "late", "waiting_critical")
+STATION_FLOATS = ("shift_cap_kw", "station_kw", "station_factor")
+FEEDER_FLOATS = ("grid_capacity_kw", "grid_background_kw", "grid_ev_kw",
+                 "grid_shed_kw", "grid_util")  # fmt: skip
+TICK_FEEDER = ("background_kw", "capacity_kw", "headroom_kw", "util_history")
+
+# (ev floats, ev ints, ev bools, station counts (3, S, K): busy, queue_len, inbound,
+#  shift_until (S,), station floats, feeder floats, above_soft (F,), (4, T, F), ints,
+#  floats)
+Packed = tuple
+
+
+@kernel
+def unpack(b) -> EpisodeState:  # noqa: ANN001
+    """The named views of a packed state (no copy)."""
+    f, i, o, c = b[0], b[1], b[2], b[3]
+    return EpisodeState(
+        i[0], i[1], f[0], f[1], f[2], f[3], f[4], o[0], f[5], f[6], i[2],
+        i[3], f[7], i[4], i[5], i[6], i[7], i[8], o[1], o[2], f[8], f[9], f[10],
+        f[11], f[12], f[13], f[14], i[9], i[10], f[15], i[11],
+        c[0], c[1], c[2], b[4], b[5][0], b[5][1],
+        b[8][0], b[8][1], b[8][2], b[6][0], b[6][1], b[6][2], b[6][3], b[6][4],
+        b[5][2], b[7], b[8][3], b[9], b[10], f[16], f[17],
+    )  # fmt: skip
+
+
+@kernel
+def unpack_rules(r) -> Rules:  # noqa: ANN001
+    """The named parts of packed rules (no copy)."""
+    c = r[0]
+    return Rules(c[0:5], c[5:18], c[18:21], c[21:24], r[1], r[2], r[3], r[4], r[5],
+                 r[6], r[7][0], r[7][1])  # fmt: skip
+
+
+def make_rules(config: SimConfig, scenario: Scenario, tables: ScenarioTables) -> tuple:
+    """The kernels' numbers for a scenario under a config, packed (``unpack_rules``)."""
+    w = config.weights
+    consts = np.concatenate([
+        [config.tick_minutes, config.tick_minutes / 60.0, config.soft_limit,
+         config.charge_efficiency, config.taper_floor],
+        [getattr(w, k) for k in REWARD_KEYS],
+        np.asarray(CHARGER_KW, dtype=float),
+        [taper_start(config, k) for k in range(N_KINDS)],
+    ]).astype(float)  # fmt: skip
+    assert len(consts) == 18 + 2 * N_KINDS and N_KINDS == 3
+    packed = (
+        consts,
+        np.ascontiguousarray(tables.travel_ticks, dtype=np.int64),
+        np.ascontiguousarray(tables.city.road_km, dtype=float),
+        np.asarray(tables.limit_kw, dtype=float).copy(),
+        np.asarray(tables.feeder_of, dtype=np.int64).copy(),
+        np.ascontiguousarray(tables.plugs, dtype=np.int64),
+        np.ascontiguousarray(tables.station_open, dtype=bool),
+        np.stack([tables.tariff, tables.renewable]).astype(float),
+    )
+    for a in packed:
+        a.flags.writeable = False
+    return packed
+
+
+def make_state(
+    config: SimConfig,
+    scenario: Scenario,
+    tables: ScenarioTables,
+    a: Arrivals,
+    background_kw: np.ndarray,
+    give_up: np.ndarray,
+) -> tuple:
+    """A new episode's state, packed: every EV waiting for its first request, tick 0."""
+    n, S, F, T = (
+        len(a),
+        tables.city.n_stations,
+        len(tables.city.feeders),
+        scenario.n_ticks,
+    )
+    ev_f = np.zeros((len(EV_FLOATS), n))
+    row = {name: k for k, name in enumerate(EV_FLOATS)}
+    for name, values in (("battery_kwh", a.battery_kwh), ("km_per_kwh", a.km_per_kwh),
+                         ("target", a.target), ("max_ac_kw", a.max_ac_kw),
+                         ("max_dc_kw", a.max_dc_kw), ("request_minute", a.minute),
+                         ("deadline_minute", a.minute + a.deadline_min),
+                         ("soc", a.soc)):  # fmt: skip
+        ev_f[row[name]] = values
+    for name in ("depart_minute", "arrive_minute", "plug_minute", "unplug_minute"):
+        ev_f[row[name]] = np.nan
+    ev_f[row["taper_start"]] = 1.0
+    ev_i = np.zeros((len(EV_INTS), n), dtype=np.int64)
+    row = {name: k for k, name in enumerate(EV_INTS)}
+    ev_i[row["arrive_tick"]] = a.tick
+    ev_i[row["node"]] = a.node
+    ev_i[row["give_up_tick"]] = _within(give_up, T)
+    for name in ("station", "kind", "due_tick"):
+        ev_i[row[name]] = -1
+    ev_b = np.zeros((len(EV_BOOLS), n), dtype=bool)
+    ev_b[0] = a.critical
+    stations = np.zeros((len(STATION_FLOATS), S))
+    stations[0] = tables.limit_kw  # shift_cap_kw
+    stations[2] = 1.0  # station_factor
+    tf = np.zeros((len(TICK_FEEDER), T, F))
+    tf[0], tf[1] = background_kw, tables.capacity_kw
+    tf[2] = tables.capacity_kw - background_kw
+    return (
+        ev_f, ev_i, ev_b,
+        np.zeros((3, S, N_KINDS), dtype=np.int64),  # busy, queue_len, inbound
+        np.zeros(S, dtype=np.int64),  # shift_until
+        stations,
+        np.zeros((len(FEEDER_FLOATS), F)),
+        np.zeros(F, dtype=bool),  # above_soft
+        tf,
+        np.zeros(16, dtype=np.int64),
+        np.zeros(6),
+    )  # fmt: skip
