@@ -9,8 +9,10 @@ with the same floats (``tests/core/test_core_jit.py`` plays episodes both ways).
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Callable
+from pathlib import Path
 from typing import TypeVar
 
 import numpy as np
@@ -23,6 +25,41 @@ except ImportError:  # pragma: no cover - numba is a core dependency
     numba = None
 
 COMPILED = numba is not None and os.environ.get("NUMBA_DISABLE_JIT", "0") in ("", "0")
+
+# --- The on-disk cache ----------------------------------------------------------------
+# numba keys a cached kernel on its own file only: a kernel that calls one in another
+# module (``entry.call`` calls them all) would keep the old code after that module
+# changed. So the whole core's cache goes as soon as any of its sources changes.
+_HERE = Path(__file__).resolve().parent
+_CACHE = _HERE / "__pycache__"
+
+
+def _sources_digest() -> str:
+    h = hashlib.sha256()
+    for path in sorted(_HERE.glob("*.py")):
+        h.update(path.name.encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()
+
+
+def _drop_stale_cache() -> None:
+    stamp = _CACHE / "kernels.sources"
+    digest = _sources_digest()
+    try:
+        if stamp.read_text() == digest:
+            return
+    except OSError:
+        pass
+    try:
+        for path in _CACHE.glob("*.nb[ic]"):
+            path.unlink(missing_ok=True)
+        _CACHE.mkdir(exist_ok=True)
+        stamp.write_text(digest)
+    except OSError:  # a read-only install: numba then caches elsewhere or compiles
+        pass
+
+
+if COMPILED:
+    _drop_stale_cache()
 
 
 def kernel(fn: F) -> F:
