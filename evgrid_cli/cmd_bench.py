@@ -22,7 +22,37 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--policy", default="greedy_eta", help="policy that produces the actions"
     )
+    p.add_argument(
+        "--compile",
+        action="store_true",
+        help="also time the kernels' compilation: cold (an empty cache) and cached",
+    )
     p.add_argument("--json", action="store_true")
+
+
+FIRST_STEP = (
+    "import time; t0 = time.perf_counter(); from evgrid_core import EVGridEnv;"
+    "e = EVGridEnv(); e.reset(seed=0); e.step(e.observation().request and "
+    "f'DEFER E{e.observation().request.id} 5' or ''); print(time.perf_counter() - t0)"
+)
+
+
+def compile_seconds() -> dict[str, float]:
+    """[s] import + first reset and step in a new process: with an empty numba cache
+    (every kernel compiled) and again with the cache it left."""
+    import os
+    import subprocess
+    import sys
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as cache:
+        env = {**os.environ, "NUMBA_CACHE_DIR": cache}
+        run = [sys.executable, "-c", FIRST_STEP]
+        cold = float(subprocess.run(run, env=env, capture_output=True, text=True,
+                                    check=True).stdout)  # fmt: skip
+        cached = float(subprocess.run(run, env=env, capture_output=True, text=True,
+                                      check=True).stdout)  # fmt: skip
+    return {"first_step_cold_s": cold, "first_step_cached_s": cached}
 
 
 def measure(episodes: int, scenario: str, policy_name: str) -> dict[str, float]:
@@ -81,7 +111,10 @@ def measure(episodes: int, scenario: str, policy_name: str) -> dict[str, float]:
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     ticks = episodes * n_ticks
+    from evgrid_core.jit import COMPILED
+
     return {
+        "kernels": "compiled (numba)" if COMPILED else "plain Python",
         "scenario": scenario,
         "policy": policy_name,
         "episodes": episodes,
@@ -108,11 +141,14 @@ def run(args: argparse.Namespace) -> int:
     if args.episodes < 1:
         raise ValueError("--episodes must be at least 1")
     r = measure(args.episodes, args.scenario, args.policy)
+    if args.compile:
+        r.update(compile_seconds())
     if args.json:
         print(json.dumps(r, indent=2))
         return 0
     print(f"core benchmark: {r['episodes']} x {r['scenario']} ({r['ticks_per_episode']} ticks, "
-          f"{r['decisions_per_episode']:.0f} decisions per episode; actions from {r['policy']})")  # fmt: skip
+          f"{r['decisions_per_episode']:.0f} decisions per episode; actions from {r['policy']}; "
+          f"kernels {r['kernels']})")  # fmt: skip
     print(f"  step only (policy, observation excluded): {r['ticks_per_s_core']:>10,.0f} ticks/s "
           f"{r['decisions_per_s_core']:>10,.0f} decisions/s  ({r['episode_ms_core']:.2f} ms/episode)")  # fmt: skip
     print(f"  step + observation (policy excluded):     {r['ticks_per_s_with_observation']:>10,.0f} ticks/s "
@@ -121,4 +157,7 @@ def run(args: argparse.Namespace) -> int:
           f"{r['decisions_per_s_with_policy']:>10,.0f} decisions/s")  # fmt: skip
     print(f"  reset: {r['reset_ms']:.3f} ms   peak memory: {r['episode_peak_python_mb']:.2f} MB "
           f"(one episode, Python heap), {r['process_peak_rss_mb']:.0f} MB process RSS")  # fmt: skip
+    if args.compile:
+        print(f"  import + first step in a new process: {r['first_step_cold_s']:.1f} s with "
+              f"the kernels compiled (empty cache), {r['first_step_cached_s']:.2f} s cached")  # fmt: skip
     return 0

@@ -78,6 +78,7 @@ def test_bench_json_reports_every_figure() -> None:
     for key in ("ticks_per_s_core", "decisions_per_s_core", "ticks_per_s_with_policy", "reset_ms",
                 "episode_peak_python_mb"):  # fmt: skip
         assert out[key] > 0, key
+    assert out["kernels"] == "compiled (numba)"  # the figures are the compiled core's
 
 
 def test_a_command_whose_package_is_missing_fails_alone() -> None:
