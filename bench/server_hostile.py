@@ -140,7 +140,8 @@ async def phase(url: str, args, seeds: range, pid: int, t: Counter):
 
 def run_phase(url, args, seeds, hostile, pid, tally) -> dict:
     """One phase; the hostile clients in a process of their own (so that their work
-    does not slow the sessions' client)."""
+    does not slow the sessions' client). RSS and fds are sampled until the sessions
+    are done and, in the hostile phase, until the hostile clients have stopped."""
     held: dict[str, float] = {}
     if hostile:
         ctx = multiprocessing.get_context("fork")
@@ -148,13 +149,19 @@ def run_phase(url, args, seeds, hostile, pid, tally) -> dict:
         child = ctx.Process(target=run_hostile, args=(url, args, stop, out))
         child.start()
     results, samples = asyncio.run(phase(url, args, seeds, pid, tally))
-    if hostile:
+    if hostile:  # the sessions are done: the hostile clients wind down
         stop.set()
-        try:
-            counts, held = out.get(timeout=180)
-            tally.update(counts)
-        except queue.Empty:
-            tally["hostile clients: no report 180 s after the phase"] += 1
+        deadline = time.monotonic() + 180
+        while True:
+            samples.append((rss_mib(pid), open_fds(pid)))
+            try:
+                counts, held = out.get(timeout=0.5)
+                tally.update(counts)
+                break
+            except queue.Empty:
+                if time.monotonic() > deadline:
+                    tally["hostile clients: no report 180 s after the phase"] += 1
+                    break
         child.join(timeout=30)
         if child.is_alive():
             child.kill()
@@ -201,8 +208,12 @@ def main(argv: list[str] | None = None) -> int:
         seeds = range(100, 100 + args.sessions)
         figures["hostile"] = run_phase(url, args, seeds, True, pid, tally)
         figures["end_of_hostile"] = {"rss_mib": rss_mib(pid), "fds": open_fds(pid)}
-        time.sleep(args.settle_s)
+        settle = []
+        for _ in range(max(1, round(args.settle_s))):
+            time.sleep(1)
+            settle.append(rss_mib(pid))
         figures["after"] = {"rss_mib": rss_mib(pid), "fds": open_fds(pid)}
+        figures["after"]["rss_peak_while_settling_mib"] = max(settle)
     finally:
         proc.terminate()
         try:
@@ -256,6 +267,8 @@ def report(figures: dict, args) -> None:
     for name in ("before", "after_alone", "end_of_hostile", "after"):
         f = figures[name]
         print(f"{name:15} RSS {f['rss_mib']:6.0f} MiB, {f['fds']:5d} open fds")
+    peak = figures["after"]["rss_peak_while_settling_mib"]
+    print(f"RSS peak while settling ({args.settle_s:g} s): {peak:.0f} MiB")
     print(f"sessions lost {figures['sessions_lost']}; server log: {figures['log']}")
     held = figures["hostile"]["longest_held_s"]
     print("longest held [s]: " + ", ".join(f"{k} {v:.1f}" for k, v in held.items()))
