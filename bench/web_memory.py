@@ -102,12 +102,14 @@ def main(argv: list[str] | None = None) -> int:
         if "started oracle" not in str(policies.get("evgrid-message")):
             out["oracle"] = f"skipped: {policies.get('evgrid-message')}"
         else:
-            rss = [round(settle(proc.pid, 2.0), 1)]
+            rss, started = [round(settle(proc.pid, 2.0), 1)], 1
             for k in range(1, args.oracle_tabs):
                 other = Tab(url, f"oracletab{k}")
-                other.call("evgrid-start", ["", "quiet_night", "oracle", k])
+                msg = other.call("evgrid-start", ["", "quiet_night", "oracle", k])
+                started += "started oracle" in str(msg.get("evgrid-message"))
                 rss.append(round(settle(proc.pid, 2.0), 1))
             out["rss_with_oracle_tabs_mib"] = rss
+            out["oracle_tabs_started"] = started
     finally:
         proc.terminate()
         proc.wait(timeout=30)
