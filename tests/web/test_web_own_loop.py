@@ -14,6 +14,25 @@ import pytest
 from evgrid_web.own_loop import OwnLoop
 
 
+def run(coro):  # noqa: ANN001, ANN201
+    """``asyncio.run`` in a thread of its own (Playwright's sync API, used by
+    other tests in this session, keeps a loop running in the main thread)."""
+    out: dict = {}
+
+    def main() -> None:
+        try:
+            out["value"] = asyncio.run(coro)
+        except BaseException as e:  # noqa: BLE001  # raised again below
+            out["error"] = e
+
+    t = threading.Thread(target=main)
+    t.start()
+    t.join()
+    if "error" in out:
+        raise out["error"]
+    return out["value"]
+
+
 def http_scope(path: str = "/") -> dict:
     return {"type": "http", "method": "POST", "path": path, "headers": []}
 
@@ -58,6 +77,7 @@ async def call(app, chunks: list[bytes]) -> list[dict]:  # noqa: ANN001
         sent.append(message)
 
     await app(http_scope(), receive, send)
+    sent.append({"caller_thread": threading.get_ident()})
     return sent
 
 
@@ -65,8 +85,8 @@ def test_the_app_runs_on_the_pages_loop_and_its_messages_arrive_in_order():
     rec = Recorder()
     own = OwnLoop(rec)
     try:
-        sent = asyncio.run(call(own, [b"ab", b"cd"]))
-        assert rec.loops == [own.loop] and rec.threads[0] != threading.get_ident()
+        *sent, caller = run(call(own, [b"ab", b"cd"]))
+        assert rec.loops == [own.loop] and rec.threads[0] != caller["caller_thread"]
         assert [m.get("body") for m in sent] == [
             None,
             b"abcd0",
@@ -86,7 +106,7 @@ def test_an_apps_error_is_the_callers():
     own = OwnLoop(broken)
     try:
         with pytest.raises(ValueError, match="page broke"):
-            asyncio.run(call(own, [b""]))
+            run(call(own, [b""]))
     finally:
         own.stop()
 
@@ -115,6 +135,6 @@ def test_the_page_answers_while_the_callers_loop_is_busy():
         return waited
 
     try:
-        assert asyncio.run(main()) < 2.0 and done.is_set()
+        assert run(main()) < 2.0 and done.is_set()
     finally:
         own.stop()
