@@ -99,14 +99,22 @@ class OwnLoop:
         async def pump_in() -> None:
             while True:
                 message = await receive()
-                if message["type"] in ("http.disconnect", "websocket.disconnect"):
+                left = message["type"] in ("http.disconnect", "websocket.disconnect")
+                if left:
                     gone.set()
                 inner.call_soon_threadsafe(inbox.put_nowait, message)
-                if gone.is_set():
+                if left:
                     return
 
+        # The request's first message handed over now, not a turn of this loop
+        # later (under load a turn is the slow part: 64 sessions' steps).
+        first = await receive()
+        left = first["type"] in ("http.disconnect", "websocket.disconnect")
+        if left:
+            gone.set()
+        inner.call_soon_threadsafe(inbox.put_nowait, first)
         page = asyncio.run_coroutine_threadsafe(run_page(), inner)
-        reader = asyncio.create_task(pump_in())
+        reader = asyncio.create_task(asyncio.sleep(0) if left else pump_in())
         try:
             while (message := await outbox.get()) is not _END:
                 if not gone.is_set():
