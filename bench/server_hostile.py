@@ -237,7 +237,7 @@ def start_logged(cmd: list[str], port: int, settings: dict, out) -> subprocess.P
     proc = subprocess.Popen(
         cmd, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT
     )
-    deadline = time.monotonic() + 180
+    deadline = time.monotonic() + 600  # a cold numba cache: about a minute
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise RuntimeError(f"{cmd} exited with {proc.returncode}")

@@ -31,6 +31,9 @@ from fastapi import FastAPI
 from openenv.core.env_server.http_server import create_app
 from openenv.core.env_server.types import ConcurrencyConfig
 
+from evgrid_core import EVGridEnv
+from evgrid_core.policies import make_policy
+
 from .app_args import (
     DEFAULT_MAX_SESSIONS,
     DEFAULT_SESSION_TIMEOUT_S,
@@ -103,8 +106,23 @@ def build_app(
     app.description = (app.description or "") + _WS_DOC
     app.add_middleware(ServerGuards, allowed_origins=parse_origins(allowed_origins))
 
+    app.router.on_startup.append(warm_core)
     app.router.on_startup.append(freeze_startup_objects)  # a speed shortcut: fast.py
     return app
+
+
+def warm_core() -> None:
+    """One short episode before the server takes requests: numba compiles the core's
+    kernels now (about a minute of CPU with an empty cache, a second to load them from
+    it), not in the first session's reset, which would hold the event loop, and with
+    it every session, /health and the WebSocket pings, for that long."""
+    env = EVGridEnv()
+    obs = env.reset(seed=0)
+    policy = make_policy("greedy_eta")
+    policy.reset(0)
+    for _ in range(3):
+        env.step(policy.act(obs))
+        obs = env.observation()
 
 
 AppExtension = Callable[[FastAPI], FastAPI]  # e.g. server.py mounting the web page

@@ -28,7 +28,7 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def wait_healthy(url: str, proc: subprocess.Popen, timeout_s: float = 90.0) -> None:
+def wait_healthy(url: str, proc: subprocess.Popen, timeout_s: float = 600.0) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if proc.poll() is not None:
@@ -75,6 +75,7 @@ def running_server(
     url = f"http://127.0.0.1:{port}"
     try:
         wait_healthy(url, proc)
+        warm_up(url)
         yield url
     finally:
         proc.terminate()
@@ -87,6 +88,18 @@ def running_server(
 
 
 # --- Raw /ws sessions ---------------------------------------------------------------
+
+
+def warm_up(url: str, timeout_s: float = 600.0) -> None:
+    """One reset and step, so that the tests' timeouts never meet the core's first
+    use in a process (numba compiles its kernels then, or loads them from its cache:
+    about a minute of CPU on a fresh checkout)."""
+    from websockets.sync.client import connect
+
+    # No pings: the server answers none while the first reset compiles.
+    with connect(ws_url(url), ping_interval=None) as ws:
+        ask(ws, {"type": "reset", "data": {"seed": 0}}, timeout=timeout_s)
+        ask(ws, {"type": "step", "data": {"text": "DEFER E1 15"}}, timeout=timeout_s)
 
 
 def ws_url(url: str) -> str:
