@@ -30,6 +30,25 @@ BAR_PANELS = (
     ("return", "Return (sum of reward; higher is better)"),
 )
 
+# One colour per reward part, every part its own (tab10, then black, yellow, mint):
+# the breakdown's stack keeps its colours whichever parts a comparison shows.
+REWARD_COLORS = {
+    "wait": "#1f77b4",
+    "grid_stress": "#d62728",
+    "peak": "#ff7f0e",
+    "renewable": "#2ca02c",
+    "cost": "#8c564b",
+    "urgency": "#9467bd",
+    "stranded": "#e377c2",
+    "invalid": "#7f7f7f",
+    "defer_abuse": "#bcbd22",
+    "load_shift": "#17becf",
+    "unmet": "#000000",
+    "undervoltage": "#ffe119",
+    "transformer_overload": "#aaffc3",
+}
+WAIT_WHISKERS = (5, 95)  # [percentile] the waits plot's whiskers; dots beyond them
+
 
 def _pyplot():  # noqa: ANN202
     try:
@@ -62,28 +81,40 @@ def write_plots(
 ) -> dict[str, list[str]]:
     """Write the four PNGs of each scenario; returns scenario -> file paths."""
     plt = _pyplot()
-    grouped = by_scenario_policy(records)
-    colors = _colors(policies)
     out: dict[str, list[str]] = {}
     for sc in scenarios:
-        pols = [p for p in policies if grouped[sc].get(p)]
-        if not pols:
-            continue
-        runs = {p: grouped[sc][p] for p in pols}
         files = []
+        for name, fig in figures(records, policies, sc).items():
+            path = out_dir / f"{sc}_{name}.png"
+            fig.savefig(path, dpi=80)
+            plt.close(fig)
+            files.append(str(path))
+        if files:
+            out[sc] = files
+    return out
+
+
+def figures(
+    records: list[dict[str, Any]], policies: list[str], scenario: str
+) -> dict[str, Any]:
+    """The open matplotlib figures of one scenario by name (kpis, feeder_util,
+    waits, reward_parts); none when no policy ran it. The caller closes them."""
+    plt = _pyplot()
+    runs = by_scenario_policy(records)[scenario]
+    pols = [p for p in policies if runs.get(p)]
+    if not pols:
+        return {}
+    runs = {p: runs[p] for p in pols}
+    colors = _colors(policies)
+    return {
+        name: draw(plt, runs, pols, colors, scenario)
         for name, draw in (
             ("kpis", _kpi_bars),
             ("feeder_util", _utilisation),
             ("waits", _waits),
             ("reward_parts", _reward_parts),
-        ):
-            fig = draw(plt, runs, pols, colors, sc)
-            path = out_dir / f"{sc}_{name}.png"
-            fig.savefig(path, dpi=80)
-            plt.close(fig)
-            files.append(str(path))
-        out[sc] = files
-    return out
+        )
+    }
 
 
 def highlighted(runs, pols: list[str]) -> list[str]:  # noqa: ANN001
@@ -213,7 +244,8 @@ def _utilisation(plt, runs, pols, colors, sc):  # noqa: ANN001, ANN202
             ax.plot(minutes, mean, label=p, color=colors[p], lw=2.2, zorder=3)
         else:
             ax.plot(minutes, mean, color="0.7", lw=1, zorder=2)
-    ax.plot([], [], color="0.7", lw=1, label="other policies")
+    if len(main) < len(pols):
+        ax.plot([], [], color="0.7", lw=1, label="other policies")
     soft = 100 * SimConfig().soft_limit
     ax.axhline(soft, color="grey", ls="--", lw=1)
     ax.axhline(100, color="red", ls="--", lw=1)
@@ -261,15 +293,23 @@ def _waits(plt, runs, pols, colors, sc):  # noqa: ANN001, ANN202
         for p in pols
     ]
     data = [d if d.size else np.zeros(1) for d in data]
-    box = ax.boxplot(data, showfliers=False, patch_artist=True)
+    # Whiskers at percentiles, not 1.5 IQR: most EVs plug in at once, so the box can
+    # be a line while one in twenty waits half an hour; those show as dots.
+    box = ax.boxplot(data, whis=WAIT_WHISKERS, showfliers=True, patch_artist=True,
+                     flierprops={"marker": ".", "markersize": 3, "alpha": 0.4,
+                                 "markeredgecolor": "0.3"}, showmeans=True,
+                     meanprops={"marker": "D", "markersize": 4,
+                                "markerfacecolor": "white", "markeredgecolor": "k"})  # fmt: skip
     for patch, p in zip(box["boxes"], pols, strict=True):
         patch.set_facecolor(colors[p])
         patch.set_alpha(0.6)
+    lo, hi = WAIT_WHISKERS
     ax.set_xticks(np.arange(1, len(pols) + 1), pols, rotation=25, ha="right")
     ax.set_ylabel("wait from first request to plug-in [min]")
     ax.set_title(
-        f"{get_scenario(sc).title}: waits of the EVs that plugged in, all seeds "
-        "(box 25-75 %, whiskers 1.5 IQR)",
+        f"{get_scenario(sc).title}: waits of the EVs that plugged in, all seeds\n"
+        f"(box 25-75 %, line median, diamond mean, whiskers {lo}-{hi} %, "
+        "dots beyond)",
         fontsize=10,
     )
     ax.grid(axis="y", alpha=0.3)
@@ -287,11 +327,11 @@ def _reward_parts(plt, runs, pols, colors, sc):  # noqa: ANN001, ANN202
         ]
     )
     keep = np.abs(means).sum(axis=0) > 0
-    cmap = plt.get_cmap("tab10")
     bottom = np.zeros(len(pols))
     x = np.arange(len(pols))
     for j in np.flatnonzero(keep):
-        ax.bar(x, means[:, j], bottom=bottom, label=keys[j], color=cmap(j % 10))
+        ax.bar(x, means[:, j], bottom=bottom, label=keys[j],
+               color=REWARD_COLORS[keys[j]], edgecolor="0.3", linewidth=0.4)  # fmt: skip
         bottom += means[:, j]
     ax.set_xticks(x, pols, rotation=25, ha="right")
     ax.set_ylabel("reward per episode (each part a cost)")

@@ -172,7 +172,14 @@ def _policy_table(summary: dict[str, Any], policies: list[str], cell: Any) -> li
 def _headline(summary: dict[str, Any], policies: list[str]) -> list[str]:
     """Return (and % of optimal or bound where known) per policy and scenario."""
     pct_label = summary.get("pct_label", {})
-    labels = sorted({pct_label.get(sc, "% of optimal") for sc in summary["scenarios"]})
+    labels = sorted(
+        {
+            pct_label.get(sc, "% of optimal")
+            for sc, rows in summary["scenarios"].items()
+            if any("pct_optimal" in r["stats"] for r in rows.values())
+        }
+    )
+    what = "mean ± 95 % CI" + (f"; in brackets {' or '.join(labels)}" if labels else "")
 
     def cell(row: dict[str, Any], sc: str, pol: str) -> str:
         st = row["stats"]
@@ -190,7 +197,7 @@ def _headline(summary: dict[str, Any], policies: list[str]) -> list[str]:
             text += f" ({pct}{s['optimal']}/{s['solves']} proven optimal)"
         return text
 
-    return [f"## Summary of returns ({' or '.join(labels)})", ""] + _policy_table(
+    return [f"## Summary of returns ({what})", ""] + _policy_table(
         summary, policies, cell
     )
 
