@@ -84,6 +84,12 @@ def run(args: argparse.Namespace) -> int:
 
     out = Path(args.out)
     seeds = list(range(args.seed, args.seed + args.episodes))
+    if "optimum" in policies:
+        from .cmd_optimum import solve_heads_up
+
+        todo = _solves_to_run(out, scenarios, seeds)
+        if any(todo.values()):
+            print(solve_heads_up(todo, args.node_limit), file=sys.stderr, flush=True)
     runner, ray_kw = run_comparison, {}
     if args.ray:
         from evgrid_rl.ray_runner import run_comparison_ray as runner
@@ -122,6 +128,59 @@ def run(args: argparse.Namespace) -> int:
         if sys.argv[1:2] == ["compare"]
         else "",
     )
+    import json
+
+    summary = json.loads((out / "summary.json").read_text())
+    print("\n".join(headline(summary, policies)))
     for p in paths:
         print(p)
     return 0
+
+
+def _solves_to_run(out: Path, scenarios: list[str], seeds: list[int]) -> dict[str, int]:
+    """Scenario -> optimum episodes not yet in the (resumable) output folder."""
+    from evaluation.runner import EPISODES_FILE, load_records
+
+    done = {
+        (r["scenario"], r["seed"])
+        for r in load_records(out / EPISODES_FILE)
+        if r["policy"] == "optimum"
+    }
+    return {sc: sum((sc, s) not in done for s in seeds) for sc in scenarios}
+
+
+# --- The headline table on stdout -------------------------------------------------------
+def headline(summary: dict, policies: list[str]) -> list[str]:
+    """Per scenario: each policy's return, % of optimal (when the optimum ran) and
+    the feeders' figures, as aligned text (the report's tables, in short)."""
+    from evaluation.engineering import fmt
+
+    lines = []
+    for sc, rows in summary["scenarios"].items():
+        pols = [p for p in policies if p in rows]
+        pct = any("pct_optimal" in rows[p]["stats"] for p in pols)
+        n = max(len(rows[p]["seeds"]) for p in pols)
+        head = ["policy", "return (mean ± 95 % CI)"]
+        head += [summary.get("pct_label", {}).get(sc, "% of optimal")] if pct else []
+        head += ["peak feeder load [% of limit]", "over a limit [feeder-min]",
+                 "shed [MWh]"]  # fmt: skip
+        table = [head]
+        for p in pols:
+            st, figs = rows[p]["stats"], rows[p].get("figures") or {}
+            row = [p, f"{fmt(st['return']['mean'])} ± {fmt(st['return']['ci95'])}"]
+            if pct:
+                v = st.get("pct_optimal", {}).get("mean")
+                row.append("–" if v is None else f"{fmt(v)} %")
+            row += [
+                fmt(figs[k]["mean"]) if k in figs else "–"
+                for k in ("peak_util_pct", "over_feeder_min", "shed_mwh")
+            ]
+            table.append(row)
+        widths = [max(len(r[i]) for r in table) for i in range(len(head))]
+        lines += ["", f"{sc}: {n} seed{'s' if n != 1 else ''}, means over seeds"]
+        lines += [
+            "  ".join(c.ljust(w) if i == 0 else c.rjust(w)
+                      for i, (c, w) in enumerate(zip(r, widths, strict=True))).rstrip()
+            for r in table
+        ]  # fmt: skip
+    return lines + [""]

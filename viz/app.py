@@ -224,6 +224,20 @@ def _record_path(ctrl, arg: str | None) -> Path:  # noqa: ANN001
 
 
 # --- Offscreen recording -------------------------------------------------------------
+# [s] the Oracle recording one 48-tick feeder_fault episode on the dev machine
+# (issue 34): its language model decides every EV, so it films far slower.
+ORACLE_EPISODE_S, ORACLE_FIRST_FRAME_S = 115.0, 6.0
+
+
+def oracle_heads_up() -> str:
+    """One line before the Oracle's recording starts: how long one took."""
+    return (
+        "heads-up: the Oracle asks its language model at every decision: recording a "
+        f"48-tick episode took ~{ORACLE_EPISODE_S / 60:.0f} min on the dev machine "
+        f"(first frame after ~{ORACLE_FIRST_FRAME_S:.0f} s)"
+    )
+
+
 def record(ctrl, args: argparse.Namespace) -> int:  # noqa: ANN001
     """Render ``ticks x frames_per_tick`` frames from simulation time into an MP4."""
     import pygame
@@ -239,6 +253,8 @@ def record(ctrl, args: argparse.Namespace) -> int:  # noqa: ANN001
     first = min(args.start_tick, total - 1)
     n_ticks = total - first if args.ticks is None else min(args.ticks, total - first)
     n_frames = n_ticks * args.frames_per_tick
+    if ctrl.policy_name == "oracle":
+        print(oracle_heads_up(), file=sys.stderr, flush=True)
     skip_to_tick(ctrl, first)  # decide, unfilmed, up to the start
     offset = first * args.frames_per_tick
     path = _record_path(ctrl, args.record)
