@@ -31,9 +31,6 @@ from fastapi import FastAPI
 from openenv.core.env_server.http_server import create_app
 from openenv.core.env_server.types import ConcurrencyConfig
 
-from evgrid_core import EVGridEnv
-from evgrid_core.policies import make_policy
-
 from .app_args import (
     DEFAULT_MAX_SESSIONS,
     DEFAULT_SESSION_TIMEOUT_S,
@@ -48,6 +45,7 @@ from .models import EVGridAction, EVGridObservation, EVGridState
 from .protocol import MAX_MESSAGE_CHARS, MESSAGE_TYPES
 from .sessions import SessionLimits, WebSocketSessions
 from .transport import WS_MAX_BYTES, http_timeout_s, log_config, uvicorn_options
+from .warm import warm_core
 
 _OWN_ROUTES = frozenset({"/ws", "/reset", "/step", "/mcp"})
 
@@ -109,20 +107,6 @@ def build_app(
     app.router.on_startup.append(warm_core)
     app.router.on_startup.append(freeze_startup_objects)  # a speed shortcut: fast.py
     return app
-
-
-def warm_core() -> None:
-    """One short episode before the server takes requests: numba compiles the core's
-    kernels now (about a minute of CPU with an empty cache, a second to load them from
-    it), not in the first session's reset, which would hold the event loop, and with
-    it every session, /health and the WebSocket pings, for that long."""
-    env = EVGridEnv()
-    obs = env.reset(seed=0)
-    policy = make_policy("greedy_eta")
-    policy.reset(0)
-    for _ in range(3):
-        env.step(policy.act(obs))
-        obs = env.observation()
 
 
 AppExtension = Callable[[FastAPI], FastAPI]  # e.g. server.py mounting the web page
