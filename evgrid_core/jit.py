@@ -29,15 +29,19 @@ COMPILED = numba is not None and os.environ.get("NUMBA_DISABLE_JIT", "0") in (""
 # --- The on-disk cache ----------------------------------------------------------------
 # numba keys a cached kernel on its own file only: a kernel that calls one in another
 # module (``entry.call`` calls them all) would keep the old code after that module
-# changed. So the whole core's cache goes as soon as any of its sources changes.
+# changed. So the whole core's cache goes as soon as any module with a kernel changes
+# (the constants the kernels read live in those modules too).
 _HERE = Path(__file__).resolve().parent
 _CACHE = _HERE / "__pycache__"
 
 
 def _sources_digest() -> str:
+    """A digest of the core's modules that hold kernels (or the kernels' constants)."""
     h = hashlib.sha256()
     for path in sorted(_HERE.glob("*.py")):
-        h.update(path.name.encode() + b"\0" + path.read_bytes())
+        text = path.read_bytes()
+        if b"@kernel" in text:
+            h.update(path.name.encode() + b"\0" + text)
     return h.hexdigest()
 
 
