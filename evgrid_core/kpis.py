@@ -21,10 +21,10 @@ from .state import (
     I_N_WAITS,
     I_ON_TIME,
     I_OVERLOAD_TICKS,
-    I_PHYSICS_TICKS,
     I_SERVED,
     I_STRANDED,
     I_STRESS_EVENTS,
+    I_TICK,
     STRANDED,
 )  # fmt: skip
 
@@ -118,7 +118,7 @@ class KPITracker:
     def feeder_util_history(self) -> list[list[float]]:
         """[tick][feeder] utilisation, one row per tick run."""
         st = self.world.state
-        return st.util_history[: st.ints[I_PHYSICS_TICKS]].tolist()
+        return st.util_history[: st.ints[I_TICK]].tolist()  # a tick's physics ran
 
     def on_network(self, state: NetworkState, dt_h: float) -> None:
         """One tick of the network (the network grid models)."""

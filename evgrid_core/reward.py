@@ -53,11 +53,6 @@ class RewardWeights:
 REWARD_KEYS: tuple[str, ...] = tuple(f.name for f in fields(RewardWeights))
 
 
-def zero_parts() -> dict[str, float]:
-    """A step's reward parts before anything is charged."""
-    return dict.fromkeys(REWARD_KEYS, 0.0)
-
-
 # --- Terms ------------------------------------------------------------------------
 def defer_abuse_count(defers: int) -> int:
     """What ``defer_abuse`` is paid on over an EV's ``defers`` DEFERs: each DEFER

@@ -45,7 +45,7 @@ assert REWARD_KEYS[P_TRANSFORMER] == "transformer_overload" and len(REWARD_KEYS)
 # ``EpisodeState.ints``: the clock, list lengths, counters
 (I_TICK, I_FINISHED, I_N_PENDING, I_SHIFTS, I_N_PLUGGED, I_N_WAITS, I_N_GAVE_UP_NOW,
  I_ORDER, I_SHED, I_SERVED, I_STRANDED, I_GAVE_UP, I_ON_TIME, I_OVERLOAD_TICKS,
- I_STRESS_EVENTS, I_PHYSICS_TICKS) = range(16)  # fmt: skip
+ I_STRESS_EVENTS) = range(15)  # fmt: skip
 # ``EpisodeState.floats``: the KPIs' sums
 F_ENERGY, F_RENEWABLE, F_COST, F_SHED_KWH, F_PEAK_UTIL, F_UNMET = range(6)
 
@@ -262,6 +262,6 @@ def make_state(
         np.zeros((len(FEEDER_FLOATS), F)),
         np.zeros(F, dtype=bool),  # above_soft
         tf,
-        np.zeros(16, dtype=np.int64),
+        np.zeros(15, dtype=np.int64),
         np.zeros(6),
     )  # fmt: skip

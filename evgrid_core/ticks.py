@@ -41,7 +41,6 @@ from .state import (
     I_ON_TIME,
     I_ORDER,
     I_OVERLOAD_TICKS,
-    I_PHYSICS_TICKS,
     I_SERVED,
     I_SHED,
     I_SHIFTS,
@@ -350,7 +349,6 @@ def tick_start(st, rules) -> int:  # noqa: ANN001
 def tick_end(st) -> None:  # noqa: ANN001
     st.ints[I_TICK] += 1
     st.ints[I_SHIFTS] = 0
-    st.ints[I_PHYSICS_TICKS] += 1
 
 
 @kernel
