@@ -9,13 +9,17 @@ call (``ADVANCE``); another grid model's tick is several (``world.py``).
 
 from __future__ import annotations
 
-from . import decide, ticks
+from . import decide, judge, ticks
 from .jit import kernel
-from .state import I_N_PLUGGED, unpack, unpack_rules
+from .state import I_N_GAVE_UP_NOW, I_N_PENDING, I_N_PLUGGED, unpack, unpack_rules
 
 (ADVANCE, TICK_START, SETTLE_UNMET, REACH_AND_PLUG, CHARGE_ASK, CHARGE_SETTLE,
  CARRY_FEEDER_SUM, GRID_TERMS, WAIT_AND_PATIENCE, TICK_END, ROUTE, DEFER, LOAD_SHIFT,
- STRAND) = range(14)  # fmt: skip
+ STRAND, TRY_ROUTE, TRY_DEFER, TRY_SHIFT, STEP_ROUTE, STEP_DEFER, STEP_SHIFT,
+ DEFER_CODE, SHIFT_CODE, DEFER_COUNT, ROUTE_OK) = range(24)  # fmt: skip
+# TRY_*: judge the action and apply it if allowed (``judge.try_action``); STEP_*: the
+# same after clearing the step's give-ups, then the clock's run (feeder sum only)
+# when no request is left. Both answer ``judge``'s code.
 
 
 @kernel
@@ -53,4 +57,26 @@ def call(op: int, packed, packed_rules, parts, a: int, b: int, c: int) -> int:  
         decide.load_shift(st, rules, a, b, c, parts)
     elif op == STRAND:
         decide.strand(st, rules, a, parts)
+    elif op <= STEP_SHIFT:
+        what = (op - TRY_ROUTE) % 3
+        if op >= STEP_ROUTE:
+            st.ints[I_N_GAVE_UP_NOW] = 0
+        code = judge.try_action(st, rules, what, a, b, c, parts)
+        if op >= STEP_ROUTE and code == judge.OK and st.ints[I_N_PENDING] == 0:
+            ticks.advance_feeder_sum(st, rules, parts)
+        return code
+    elif op == DEFER_CODE:
+        return judge.defer_code(st, rules, a, b)
+    elif op == SHIFT_CODE:
+        return judge.shift_code(st, rules, a)
+    elif op == DEFER_COUNT:
+        return judge.defer_count(st, rules, a)
+    elif op == ROUTE_OK:
+        return 1 if judge.route_ok(st, rules, a, b, c) else 0
     return 0
+
+
+@kernel
+def route_mask(packed, packed_rules, ev: int, out) -> None:  # noqa: ANN001
+    """(S, K) bool ``out``: the ROUTE rule for every pair (``judge.route_mask_into``)."""
+    judge.route_mask_into(unpack(packed), unpack_rules(packed_rules), ev, out)

@@ -27,15 +27,17 @@ from .actions import (
     LoadShift,
     Route,
     describe_action,
+    field_problem,
     parse_action,
 )
 from .city import City, load_city
 from .config import SimConfig
 from .fleet import CLASS_NAMES, ORIGIN_WEIGHT, Arrivals, draw_arrivals
+from .judge import A_DEFER, A_LOAD_SHIFT, A_ROUTE
 from .kpis import KPITracker
 from .observation import Observation, build_observation, render_text
 from .reward import REWARD_KEYS
-from .rules import validate_action
+from .rules import refusal, validate_action
 from .scenarios import DEFAULT_SCENARIO, Scenario, get_scenario
 from .state import P_INVALID
 from .tables import scenario_tables
@@ -85,21 +87,14 @@ class EVGridEnv:
             raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
         self.scenario, self.seed = sc, int(seed)
         tables = scenario_tables(sc, self.config)
-        arrivals_ss, noise_ss = np.random.SeedSequence([int(seed), 0xE76]).spawn(2)
-        if arrivals is None:
-            arrivals = draw_arrivals(
-                np.random.default_rng(arrivals_ss),
-                start_minute=sc.start_minute,
-                n_ticks=sc.n_ticks,
-                tick_minutes=self.config.tick_minutes,
-                node_weights=_node_weights(tables.city.nodes, sc),
-                arrival_scale=sc.arrival_scale,
-                critical_scale=sc.critical_scale,
-            )
-        n_feeders = len(tables.city.feeders)
+        drawn, drawn_noise = episode_inputs(int(seed), sc, self.config,
+                                            draw_noise=background_noise is None,
+                                            draw=arrivals is None)  # fmt: skip
+        arrivals = drawn if arrivals is None else arrivals
         if background_noise is None:
-            noise = np.random.default_rng(noise_ss).normal(1.0, 0.02, n_feeders)
+            noise = drawn_noise
         else:
+            n_feeders = len(tables.city.feeders)
             noise = np.asarray(background_noise, dtype=float).reshape(n_feeders)
         self.world = World(self.config, sc, tables, arrivals, noise)
         self.kpis = KPITracker(self.world)
@@ -129,26 +124,29 @@ class EVGridEnv:
             )
         text = action if isinstance(action, str) else getattr(action, "text", None)
         parsed = parse_action(action) if isinstance(action, str) else action
-        ok, reason = self._judge(w, parsed)
+        first = w.pending[0]  # the request being decided
         parts = new_parts()
-        w.clear_gave_up()
-        # An invalid answer fails the request being decided (the first pending one).
-        ev = (
-            parsed.ev - 1 if ok and isinstance(parsed, (Route, Defer)) else w.pending[0]
-        )
-        weights = self.config.weights
-        if not ok:
-            parts[P_INVALID] -= weights.invalid
+        if isinstance(parsed, Invalid):
+            code, reason = -1, "; ".join(parsed.errors)
+        elif (reason := field_problem(parsed)) is not None:
+            code = -1
+        else:
+            if not w.fused:
+                w.clear_gave_up()
+            code = w.try_step(*_fields(parsed), parts)  # judged, applied if allowed
+            reason = "" if code == 0 else refusal(w, parsed, code)
+        ok = code == 0
+        if ok:
+            ev = parsed.ev - 1 if isinstance(parsed, (Route, Defer)) else first
+            if isinstance(parsed, LoadShift):
+                self.kpis.load_shifts += 1
+        else:  # an invalid answer fails the request being decided
+            ev = first
+            w.clear_gave_up()
+            parts[P_INVALID] -= self.config.weights.invalid
             self.kpis.invalid += 1
             w.strand(ev, parts)
-        elif isinstance(parsed, Route):
-            w.route(ev, parsed.station, int(parsed.kind), parts)
-        elif isinstance(parsed, Defer):
-            w.defer(ev, parsed.minutes, parts)
-        else:
-            w.load_shift(parsed.station, parsed.cap_pct, parsed.minutes, parts)
-            self.kpis.load_shifts += 1
-        if not w.pending:
+        if not w.pending and not w.finished:  # the clock's run (the fused one ran)
             w.advance(parts, self.kpis)
         self.steps += 1
         self.kpis.steps += 1
@@ -307,6 +305,45 @@ class EVGridEnv:
     def _require(self) -> None:
         if self.world is None:
             raise EpisodeOverError("call reset() first")
+
+
+def _fields(action: Action) -> tuple[int, int, int, int]:
+    """A typed action (fields within the syntax) as ``World.try_step``'s numbers."""
+    if type(action) is Route:
+        return A_ROUTE, int(action.ev), int(action.station), int(action.kind)
+    if type(action) is Defer:
+        return A_DEFER, int(action.ev), int(action.minutes), 0
+    return A_LOAD_SHIFT, int(action.station), int(action.cap_pct), int(action.minutes)  # type: ignore[union-attr]
+
+
+def episode_inputs(
+    seed: int,
+    sc: Scenario,
+    config: SimConfig,
+    *,
+    draw: bool = True,
+    draw_noise: bool = True,
+) -> tuple[Arrivals | None, np.ndarray | None]:
+    """An episode's random inputs from its seed: the arrivals (their own stream)
+    and the feeders' background noise (multipliers, 1.0 = none), each drawn when
+    asked (``reset`` skips what it was handed). Every episode starts from these."""
+    tables = scenario_tables(sc, config)
+    arrivals_ss, noise_ss = np.random.SeedSequence([seed, 0xE76]).spawn(2)
+    arrivals = noise = None
+    if draw:
+        arrivals = draw_arrivals(
+            np.random.default_rng(arrivals_ss),
+            start_minute=sc.start_minute,
+            n_ticks=sc.n_ticks,
+            tick_minutes=config.tick_minutes,
+            node_weights=_node_weights(tables.city.nodes, sc),
+            arrival_scale=sc.arrival_scale,
+            critical_scale=sc.critical_scale,
+        )
+    if draw_noise:
+        n_feeders = len(tables.city.feeders)
+        noise = np.random.default_rng(noise_ss).normal(1.0, 0.02, n_feeders)
+    return arrivals, noise
 
 
 def _minute(value: float) -> float | None:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .chargers import inlet_of
+from .jit import kernel
 
 # --- Vehicle classes ----------------------------------------------------------------
 
@@ -166,45 +167,53 @@ def draw_arrivals(
     p_node = node_weights / node_weights.sum()
     node = rng.choice(len(node_weights), size=n, p=p_node)
     u = rng.random((n, 6))
-    battery = np.empty(n)
-    soc = np.empty(n)
-    patience = np.empty(n)
-    deadline = np.full(n, np.inf)
-    critical = np.zeros(n, dtype=bool)
-    target = np.empty(n)
-    for k, c in enumerate(EV_CLASSES):
-        m = klass == k
-        batts = np.array(c.batteries_kwh)
-        battery[m] = batts[(u[m, 0] * len(batts)).astype(int)]
-        soc[m] = np.round(
-            c.soc_range[0] + u[m, 1] * (c.soc_range[1] - c.soc_range[0]), 2
-        )
-        patience[m] = np.round(
-            c.patience_min[0] + u[m, 2] * (c.patience_min[1] - c.patience_min[0])
-        )
-        crit = u[m, 3] < min(1.0, c.critical_prob * critical_scale)
-        critical[m] = crit
-        dl = np.round(
-            c.deadline_min[0] + u[m, 4] * (c.deadline_min[1] - c.deadline_min[0])
-        )
-        deadline[m] = np.where(crit, dl, np.inf)
-        target[m] = np.round(c.target_soc + u[m, 5] * (c.target_max - c.target_soc), 2)
-    cls = EV_CLASSES
+    out = np.empty((_N_DRAWN, n))
+    draw_attributes(klass, u, _CLASS_TABLE, _BATTERIES, critical_scale, out)
     return Arrivals(
         tick=tick,
         minute=minute.astype(float),
         klass=klass,
         node=node,
-        battery_kwh=battery,
-        soc=soc,
-        target=target,
-        max_ac_kw=np.array([cls[k].max_ac_kw for k in klass]),
-        max_dc_kw=np.array([cls[k].max_dc_kw for k in klass]),
-        km_per_kwh=np.array([cls[k].km_per_kwh for k in klass]),
-        patience_min=patience,
-        critical=critical,
-        deadline_min=deadline,
+        battery_kwh=out[0],
+        soc=out[1],
+        target=out[2],
+        max_ac_kw=out[3],
+        max_dc_kw=out[4],
+        km_per_kwh=out[5],
+        patience_min=out[6],
+        critical=out[7] > 0,
+        deadline_min=out[8],
     )
+
+
+# The classes as numbers for ``draw_attributes``: one row per class, and the
+# batteries padded with NaN (a class draws among its own count).
+_CLASS_TABLE = np.array([[len(c.batteries_kwh), *c.soc_range, c.target_soc, c.target_max,
+                          *c.patience_min, c.critical_prob, *c.deadline_min, c.max_ac_kw,
+                          c.max_dc_kw, c.km_per_kwh] for c in EV_CLASSES])  # fmt: skip
+_BATTERIES = np.full((len(EV_CLASSES), max(len(c.batteries_kwh) for c in EV_CLASSES)),
+                     np.nan)  # fmt: skip
+for _k, _c in enumerate(EV_CLASSES):
+    _BATTERIES[_k, : len(_c.batteries_kwh)] = _c.batteries_kwh
+_N_DRAWN = (
+    9  # battery, soc, target, max AC, max DC, km/kWh, patience, critical, deadline
+)
+
+
+@kernel
+def draw_attributes(klass, u, table, batteries, critical_scale: float, out) -> None:  # noqa: ANN001
+    """Each EV's attributes from its class and its six uniform draws ``u`` (n, 6),
+    into ``out`` (9, n): numpy's rounding (``np.round``: rint of x * 10**d / 10**d)."""
+    for i in range(len(klass)):
+        k, c = klass[i], table[klass[i]]
+        out[0, i] = batteries[k, int(u[i, 0] * c[0])]
+        out[1, i] = np.rint((c[1] + u[i, 1] * (c[2] - c[1])) * 100.0) / 100.0
+        out[2, i] = np.rint((c[3] + u[i, 5] * (c[4] - c[3])) * 100.0) / 100.0
+        out[3, i], out[4, i], out[5, i] = c[10], c[11], c[12]
+        out[6, i] = np.rint(c[5] + u[i, 2] * (c[6] - c[5]))
+        critical = u[i, 3] < min(1.0, c[7] * critical_scale)
+        out[7, i] = 1.0 if critical else 0.0
+        out[8, i] = np.rint(c[8] + u[i, 4] * (c[9] - c[8])) if critical else np.inf
 
 
 def arrivals_from_records(records: list[dict], nodes: tuple[str, ...]) -> Arrivals:

@@ -169,9 +169,25 @@ class FeederSum:
         return GridTick(cap, bg, ev_kw, shed, util, by_station)
 
     def forecast(self, tick: int, asked_kw: np.ndarray, ticks: int) -> np.ndarray:
-        horizon = slice(tick, min(len(self.capacity_kw), tick + ticks))
-        fc = (self.background_kw[horizon] + asked_kw) / self.capacity_kw[horizon]
-        return fc.max(axis=0)
+        out = np.empty(self.n_feeders)
+        forecast_into(self.background_kw, self.capacity_kw,
+                      np.asarray(asked_kw, dtype=float), tick, ticks, out)  # fmt: skip
+        return out
+
+
+@kernel
+def forecast_into(
+    background_kw, capacity_kw, asked_kw, tick: int, ticks: int, out
+) -> None:  # noqa: ANN001
+    """The feeder sum's forecast, into ``out`` (F,): each feeder's highest
+    utilisation over ``ticks`` ticks from ``tick`` (at least one, within the
+    episode) if its EV load stays at ``asked_kw``."""
+    end = min(capacity_kw.shape[0], tick + ticks)
+    for f in range(out.shape[0]):
+        high = (background_kw[tick, f] + asked_kw[f]) / capacity_kw[tick, f]
+        for h in range(tick + 1, end):
+            high = max(high, (background_kw[h, f] + asked_kw[f]) / capacity_kw[h, f])
+        out[f] = high
 
 
 # --- The network models -----------------------------------------------------------

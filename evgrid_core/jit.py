@@ -146,3 +146,16 @@ def _pairwise(a, lo: int, n: int) -> float:  # noqa: ANN001
 def array_sum(a, n: int) -> float:  # noqa: ANN001
     """``float(a[:n].sum())`` for a float64 array, the same float numpy gives."""
     return 0.0 if n == 0 else _pairwise(a, 0, n)
+
+
+def typed_list(items: list) -> list:
+    """``items`` as a list a kernel can take (numba's typed ``List``: its items all
+    of one type, e.g. packed states), or the list itself when not compiled."""
+    if not COMPILED:
+        return list(items)
+    from numba.typed import List
+
+    out = List()
+    for item in items:
+        out.append(item)
+    return out

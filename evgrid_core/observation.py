@@ -14,12 +14,11 @@ import numpy as np
 
 from .chargers import KIND_NAMES, N_KINDS, vehicle_kw
 from .fast import built, city_part_of_the_tick
+from .features import FORECAST_TICKS
 from .fleet import CLASS_NAMES
 from .network import VOLTAGE_BANDS
 from .rules import defer_options, route_mask
 from .world import World
-
-FORECAST_TICKS = 6  # the "peak risk" look-ahead: 30 minutes
 
 
 @dataclass(frozen=True)

@@ -1,17 +1,19 @@
 """The validator: ``validate_action(world, action) -> (ok, reason)``.
 
-Also the route mask (which (station, kind) pairs are valid for the current
-request) and the valid DEFER options, computed with the same predicates for all
-choices at once; tests check they agree with the validator on every choice.
-A ROUTE is judged from the scenario's tables (``tables.py``: the trip rule, per
-tick, locality and station) and the EV's inlets and range; a refused one is
-named by the first of those parts that fails.
+The rules themselves are kernels (``judge.py``: the ROUTE table and range, the
+DEFER and LOAD_SHIFT conditions), run through the world; here they are asked and
+their answers worded. Also the route mask (which (station, kind) pairs are valid
+for the current request) and the valid DEFER options, from the same kernels; tests
+check they agree with the validator on every choice. A refused ROUTE is named by
+the first part of the scenario's tables (``tables.py``: the trip rule, per tick,
+locality and station) or of the EV's inlets and range that fails.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from . import entry, judge
 from .actions import DEFER_MINUTES, Action, Defer, LoadShift, Route, field_problem
 from .chargers import CHARGER_DC, KIND_NAMES, KINDS_BY_INLET, N_KINDS
 from .world import World
@@ -35,13 +37,7 @@ def validate_action(w: World, action: Action) -> tuple[bool, str]:
         # by default (the observation describes it); others only by their id.
         ev = action.ev - 1
         if ev not in w.pending:
-            waiting = " ".join(f"E{i + 1}" for i in w.pending[:6]) + (
-                " ..." if len(w.pending) > 6 else ""
-            )
-            return (
-                False,
-                f"E{action.ev} is not waiting for a decision now (waiting: {waiting})",
-            )
+            return False, not_pending_problem(w, action.ev)
     if isinstance(action, Route):
         # The mask's tables judge the pair; their parts name a refused pair's problem.
         if route_allowed(w, ev, action.station, int(action.kind)):
@@ -56,8 +52,29 @@ def validate_action(w: World, action: Action) -> tuple[bool, str]:
     return False, f"not an action: {action!r}"
 
 
+def refusal(w: World, action: Action, code: int) -> str:
+    """The reason for ``judge``'s refusal ``code`` of ``action`` (state unchanged)."""
+    if code == judge.NOT_PENDING:
+        return not_pending_problem(w, action.ev)  # type: ignore[union-attr]
+    if code == judge.REFUSED_ROUTE:
+        assert isinstance(action, Route)
+        return route_problem(w, action.ev - 1, action.station, int(action.kind)) or ""
+    if isinstance(action, Defer):
+        return _defer_reason(w, action.ev - 1, action.minutes, code)
+    return _shift_reason(w, action.station, code)  # type: ignore[union-attr]
+
+
+def not_pending_problem(w: World, ev_id: int) -> str:
+    waiting = " ".join(f"E{i + 1}" for i in w.pending[:6]) + (
+        " ..." if len(w.pending) > 6 else ""
+    )
+    return f"E{ev_id} is not waiting for a decision now (waiting: {waiting})"
+
+
 def route_problem(w: World, ev: int, station: int, kind: int) -> str | None:
     """Why ``route_allowed`` refuses the pair: its first failing part (None: allowed)."""
+    if route_allowed(w, ev, station, kind):
+        return None
     tables = w.tables
     n = tables.city.n_stations
     if not 1 <= station <= n:
@@ -78,9 +95,8 @@ def route_problem(w: World, ev: int, station: int, kind: int) -> str | None:
     if not tables.in_radius[t, node, s]:
         minutes, limit = tables.travel_min[t, node, s], w.config.max_travel_minutes
         return f"S{station} is {minutes:.0f} min away (limit {limit:.0f})"
-    if not (tables.open_rows[t][s] and tables.open_on_arrival[t, node, s]):
-        return f"S{station} is closed"
-    return None
+    # The table's last part: open now and on arrival (``tables.reachable``).
+    return f"S{station} is closed"
 
 
 def in_range(w: World, ev: int, s: int) -> bool:
@@ -89,81 +105,48 @@ def in_range(w: World, ev: int, s: int) -> bool:
 
 
 def defer_problem(w: World, ev: int, minutes: int) -> str | None:
-    return _defer_problem(w, ev, minutes, *_defer_inputs(w, ev))
+    code = w.ask(entry.DEFER_CODE, ev, minutes)
+    return None if code == judge.OK else _defer_reason(w, ev, minutes, code)
+
+
+def _defer_reason(w: World, ev: int, minutes: int, code: int) -> str:
+    if code == judge.TOO_MANY_DEFERS:
+        return f"E{ev + 1} was already deferred {w.config.max_defers} times"
+    if code == judge.PAST_PATIENCE:
+        left = max(0.0, w.evs.patience_minute[ev] - w.minute)
+        return f"E{ev + 1} gives up in {left:.0f} min; cannot defer {minutes}"
+    return "cannot defer past the end of the episode"
 
 
 def defer_options(w: World, ev: int) -> tuple[int, ...]:
-    """The DEFER minutes ``defer_problem`` allows for ``ev`` now.
-
-    Each of the rule's conditions, if it allows some minutes, allows every shorter
-    option too, so the allowed options are the shortest ones: asked from the
-    longest down, the first allowed one ends the search (most often at once).
-    """
-    inputs = _defer_inputs(w, ev)  # read once for all the options
-    for i in range(len(DEFER_MINUTES) - 1, -1, -1):
-        if _defer_problem(w, ev, DEFER_MINUTES[i], *inputs) is None:
-            return DEFER_MINUTES[: i + 1]
-    return ()
-
-
-def _defer_inputs(w: World, ev: int) -> tuple[int, float, float]:
-    """What the DEFER rule reads about ``ev``: defers so far, now, patience [min]."""
-    return w.defers[ev], w.minute, w.evs.patience_minute[ev]
-
-
-def _defer_problem(
-    w: World, ev: int, minutes: int, defers: int, now: float, patience: float
-) -> str | None:
-    # A condition that allows some minutes must allow every shorter option too:
-    # defer_options relies on it (tests check it against every option).
-    cfg = w.config
-    if defers >= cfg.max_defers:
-        return f"E{ev + 1} was already deferred {cfg.max_defers} times"
-    if now + minutes > patience:
-        left = max(0.0, patience - now)
-        return f"E{ev + 1} gives up in {left:.0f} min; cannot defer {minutes}"
-    if w.tick + minutes // cfg.tick_minutes >= w.n_ticks:
-        return "cannot defer past the end of the episode"
-    return None
+    """The DEFER minutes ``defer_problem`` allows for ``ev`` now: the shortest ones
+    (``judge.defer_count``; tests check it against every option)."""
+    return DEFER_MINUTES[: w.ask(entry.DEFER_COUNT, ev)]
 
 
 def shift_problem(w: World, station: int) -> str | None:
-    n = w.tables.city.n_stations
-    if not 1 <= station <= n:
+    code = w.ask(entry.SHIFT_CODE, station)
+    return None if code == judge.OK else _shift_reason(w, station, code)
+
+
+def _shift_reason(w: World, station: int, code: int) -> str:
+    if code == judge.NO_STATION:
+        n = w.tables.city.n_stations
         return f"no station S{station} (stations are S1..S{n})"
-    if w.shift_until[station - 1] > w.tick:
+    if code == judge.ALREADY_SHIFTED:
         return f"S{station} is already load-shifted"
-    if w.shifts_this_tick >= w.config.max_load_shifts_per_tick:
-        return f"at most {w.config.max_load_shifts_per_tick} LOAD_SHIFTs per tick"
-    return None
+    return f"at most {w.config.max_load_shifts_per_tick} LOAD_SHIFTs per tick"
 
 
 def route_mask(w: World) -> np.ndarray:
-    """(S, 3) bool: which ROUTE (station, kind) the current request may take.
-
-    Read-only while a request is pending: when every station is within the EV's
-    range (the common case) it is the scenario table's own row.
-    """
-    S = w.tables.city.n_stations
+    """(S, 3) bool: which ROUTE (station, kind) the current request may take."""
     if w.finished or not w.pending:
-        return np.zeros((S, N_KINDS), dtype=bool)
-    ev = w.pending[0]
-    node = w.evs.node[ev]
-    mask = w.tables.routable_by_inlet[w._t(), node, w.evs.inlet[ev]]
-    reach = w.range_km(ev)
-    if reach >= w.tables.far_km[node]:
-        return mask
-    # in_range for every station at once
-    mask = mask & (w.tables.city.road_km[node] <= reach)[:, None]
+        return np.zeros((w.tables.city.n_stations, N_KINDS), dtype=bool)
+    mask = w.route_mask(w.pending[0])
     mask.flags.writeable = False
     return mask
 
 
 def route_allowed(w: World, ev: int, station: int, kind: int) -> bool:
-    """The route mask's answer for one pair, from the same tables (no reason given)."""
-    if not 1 <= station <= w.tables.city.n_stations:
-        return False
-    s = station - 1
-    return bool(
-        w.tables.routable_by_inlet[w._t(), w.evs.node[ev], w.evs.inlet[ev], s, kind]
-    ) and in_range(w, ev, s)
+    """The route mask's answer for one pair (``judge.route_ok``; no reason given)."""
+    return bool(w.ask(entry.ROUTE_OK, ev, station, kind))

@@ -19,7 +19,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .chargers import CHARGER_KW, N_KINDS
+from .chargers import CHARGER_KW, N_KINDS, inlet_of
 from .charging import taper_start
 from .config import SimConfig
 from .fleet import Arrivals
@@ -45,18 +45,22 @@ assert REWARD_KEYS[P_TRANSFORMER] == "transformer_overload" and len(REWARD_KEYS)
 # ``EpisodeState.ints``: the clock, list lengths, counters
 (I_TICK, I_FINISHED, I_N_PENDING, I_SHIFTS, I_N_PLUGGED, I_N_WAITS, I_N_GAVE_UP_NOW,
  I_ORDER, I_SHED, I_SERVED, I_STRANDED, I_GAVE_UP, I_ON_TIME, I_OVERLOAD_TICKS,
- I_STRESS_EVENTS) = range(15)  # fmt: skip
+ I_STRESS_EVENTS, I_LO, I_HI) = range(17)  # fmt: skip
+# I_LO..I_HI: the EVs a tick can touch. Arrivals are in tick order, so the EVs from
+# I_HI on have not asked yet; those before I_LO have left (served or not).
 # ``EpisodeState.floats``: the KPIs' sums
 F_ENERGY, F_RENEWABLE, F_COST, F_SHED_KWH, F_PEAK_UTIL, F_UNMET = range(6)
 
 # ``Rules.numbers``: the config's numbers
-(R_TICK_MINUTES, R_DT_H, R_SOFT_LIMIT, R_EFFICIENCY, R_TAPER_FLOOR) = range(5)
+(R_TICK_MINUTES, R_DT_H, R_SOFT_LIMIT, R_EFFICIENCY, R_TAPER_FLOOR, R_MAX_DEFERS,
+ R_MAX_SHIFTS, R_START_MINUTE, R_INVALID) = range(9)  # fmt: skip
+N_NUMBERS = 9
 
 
 class Rules(NamedTuple):
     """A scenario under a config, as the kernels read it (read-only, shared)."""
 
-    numbers: np.ndarray  # (5,) the config's numbers (R_*)
+    numbers: np.ndarray  # (N_NUMBERS,) the config's and scenario's numbers (R_*)
     weights: np.ndarray  # (13,) the reward's weights, in REWARD_KEYS order
     charger_kw: np.ndarray  # (K,) [kW]
     taper_start: np.ndarray  # (K,) [0-1] per kind
@@ -68,6 +72,8 @@ class Rules(NamedTuple):
     station_open: np.ndarray  # (T, S) bool
     tariff: np.ndarray  # (T,) [INR/kWh]
     renewable: np.ndarray  # (T,) [0-1]
+    routable: np.ndarray  # (T, N, 4, S, K) bool: ``tables.routable_by_inlet``
+    travel_min: np.ndarray  # (T, N, S) [min]
 
 
 class EpisodeState(NamedTuple):
@@ -84,6 +90,8 @@ class EpisodeState(NamedTuple):
     critical: np.ndarray  # bool
     request_minute: np.ndarray  # [min since start] first request
     deadline_minute: np.ndarray  # [min since start] critical EVs plug in by
+    patience_minute: np.ndarray  # [min since start] gives up if not plugged in by
+    inlet: np.ndarray  # 1 * (has AC) + 2 * (has DC) (``chargers.inlet_of``)
     give_up_tick: np.ndarray  # the tick at whose end it gives up (NEVER: not within)
     # The EVs as they go
     status: np.ndarray  # the codes above
@@ -132,6 +140,7 @@ class EpisodeState(NamedTuple):
     # Per-session scratch of a tick carried from Python (``world.py``): [kWh]
     scratch_energy: np.ndarray
     scratch_need: np.ndarray
+    scratch_evs: np.ndarray  # a tick's EVs in order (``ticks._by_order``)
 
 
 def _within(give_up: np.ndarray, n_ticks: int) -> np.ndarray:
@@ -150,9 +159,11 @@ def _within(give_up: np.ndarray, n_ticks: int) -> np.ndarray:
 EV_FLOATS = ("battery_kwh", "km_per_kwh", "target", "max_ac_kw", "max_dc_kw",
              "request_minute", "deadline_minute", "soc", "depart_minute",
              "arrive_minute", "plug_minute", "unplug_minute", "plug_kw", "taper_start",
-             "energy_kwh", "waits", "scratch_energy", "scratch_need")  # fmt: skip
+             "energy_kwh", "waits", "scratch_energy", "scratch_need",
+             "patience_minute")  # fmt: skip
 EV_INTS = ("arrive_tick", "node", "give_up_tick", "status", "station", "kind", "defers",
-           "due_tick", "order", "pending", "plugged", "gave_up_now")  # fmt: skip
+           "due_tick", "order", "pending", "plugged", "gave_up_now", "inlet",
+           "scratch_evs")  # fmt: skip
 EV_BOOLS = ("critical", "late", "waiting_critical")
 STATION_FLOATS = ("shift_cap_kw", "station_kw", "station_factor")
 FEEDER_FLOATS = ("grid_capacity_kw", "grid_background_kw", "grid_ev_kw",
@@ -170,12 +181,12 @@ def unpack(b) -> EpisodeState:  # noqa: ANN001
     """The named views of a packed state (no copy)."""
     f, i, o, c = b[0], b[1], b[2], b[3]
     return EpisodeState(
-        i[0], i[1], f[0], f[1], f[2], f[3], f[4], o[0], f[5], f[6], i[2],
+        i[0], i[1], f[0], f[1], f[2], f[3], f[4], o[0], f[5], f[6], f[18], i[12], i[2],
         i[3], f[7], i[4], i[5], i[6], i[7], i[8], o[1], o[2], f[8], f[9], f[10],
         f[11], f[12], f[13], f[14], i[9], i[10], f[15], i[11],
         c[0], c[1], c[2], b[4], b[5][0], b[5][1],
         b[8][0], b[8][1], b[8][2], b[6][0], b[6][1], b[6][2], b[6][3], b[6][4],
-        b[5][2], b[7], b[8][3], b[9], b[10], f[16], f[17],
+        b[5][2], b[7], b[8][3], b[9], b[10], f[16], f[17], i[13],
     )  # fmt: skip
 
 
@@ -183,8 +194,8 @@ def unpack(b) -> EpisodeState:  # noqa: ANN001
 def unpack_rules(r) -> Rules:  # noqa: ANN001
     """The named parts of packed rules (no copy)."""
     c = r[0]
-    return Rules(c[0:5], c[5:18], c[18:21], c[21:24], r[1], r[2], r[3], r[4], r[5],
-                 r[6], r[7][0], r[7][1])  # fmt: skip
+    return Rules(c[0:9], c[9:22], c[22:25], c[25:28], r[1], r[2], r[3], r[4], r[5],
+                 r[6], r[7][0], r[7][1], r[8], r[9])  # fmt: skip
 
 
 def make_rules(config: SimConfig, scenario: Scenario, tables: ScenarioTables) -> tuple:
@@ -192,12 +203,14 @@ def make_rules(config: SimConfig, scenario: Scenario, tables: ScenarioTables) ->
     w = config.weights
     consts = np.concatenate([
         [config.tick_minutes, config.tick_minutes / 60.0, config.soft_limit,
-         config.charge_efficiency, config.taper_floor],
+         config.charge_efficiency, config.taper_floor, config.max_defers,
+         config.max_load_shifts_per_tick, scenario.start_minute, w.invalid],
         [getattr(w, k) for k in REWARD_KEYS],
         np.asarray(CHARGER_KW, dtype=float),
         [taper_start(config, k) for k in range(N_KINDS)],
     ]).astype(float)  # fmt: skip
-    assert len(consts) == 18 + 2 * N_KINDS and N_KINDS == 3
+    assert len(consts) == N_NUMBERS + 13 + 2 * N_KINDS and N_KINDS == 3
+    assert tables.station_open.shape[0] == scenario.n_ticks
     packed = (
         consts,
         np.ascontiguousarray(tables.travel_ticks, dtype=np.int64),
@@ -207,6 +220,8 @@ def make_rules(config: SimConfig, scenario: Scenario, tables: ScenarioTables) ->
         np.ascontiguousarray(tables.plugs, dtype=np.int64),
         np.ascontiguousarray(tables.station_open, dtype=bool),
         np.stack([tables.tariff, tables.renewable]).astype(float),
+        np.ascontiguousarray(tables.routable_by_inlet, dtype=bool),
+        np.ascontiguousarray(tables.travel_min, dtype=float),
     )
     for a in packed:
         a.flags.writeable = False
@@ -234,16 +249,22 @@ def make_state(
                          ("target", a.target), ("max_ac_kw", a.max_ac_kw),
                          ("max_dc_kw", a.max_dc_kw), ("request_minute", a.minute),
                          ("deadline_minute", a.minute + a.deadline_min),
-                         ("soc", a.soc)):  # fmt: skip
+                         ("soc", a.soc),
+                         ("patience_minute", a.minute + a.patience_min)):  # fmt: skip
         ev_f[row[name]] = values
     for name in ("depart_minute", "arrive_minute", "plug_minute", "unplug_minute"):
         ev_f[row[name]] = np.nan
     ev_f[row["taper_start"]] = 1.0
     ev_i = np.zeros((len(EV_INTS), n), dtype=np.int64)
     row = {name: k for k, name in enumerate(EV_INTS)}
+    if n and np.any(np.diff(a.tick) < 0):
+        raise ValueError(
+            "arrivals must be in tick order (fleet.arrivals_from_records sorts)"
+        )
     ev_i[row["arrive_tick"]] = a.tick
     ev_i[row["node"]] = a.node
     ev_i[row["give_up_tick"]] = _within(give_up, T)
+    ev_i[row["inlet"]] = inlet_of(a.max_ac_kw, a.max_dc_kw)
     for name in ("station", "kind", "due_tick"):
         ev_i[row[name]] = -1
     ev_b = np.zeros((len(EV_BOOLS), n), dtype=bool)
@@ -262,6 +283,6 @@ def make_state(
         np.zeros((len(FEEDER_FLOATS), F)),
         np.zeros(F, dtype=bool),  # above_soft
         tf,
-        np.zeros(15, dtype=np.int64),
+        np.zeros(17, dtype=np.int64),
         np.zeros(6),
     )  # fmt: skip

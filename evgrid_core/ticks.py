@@ -34,6 +34,8 @@ from .state import (
     GAVE_UP,
     I_FINISHED,
     I_GAVE_UP,
+    I_HI,
+    I_LO,
     I_N_GAVE_UP_NOW,
     I_N_PENDING,
     I_N_PLUGGED,
@@ -74,7 +76,8 @@ def collect_requests(st, rules) -> None:  # noqa: ANN001
     """The EVs asking now (first requests and deferred ones back), in EV order."""
     t = st.ints[I_TICK]
     n = 0
-    for ev in range(len(st.status)):
+    _window(st, t)
+    for ev in range(st.ints[I_LO], st.ints[I_HI]):
         status = st.status[ev]
         if (status == WAITING and st.arrive_tick[ev] == t) or (
             status == DEFERRED and st.due_tick[ev] == t
@@ -85,6 +88,19 @@ def collect_requests(st, rules) -> None:  # noqa: ANN001
             st.pending[n] = ev
             n += 1
     st.ints[I_N_PENDING] = n
+
+
+@kernel
+def _window(st, t: int) -> None:  # noqa: ANN001
+    """Move the window of EVs a tick can touch (``state.I_LO``, ``I_HI``) to tick t:
+    the arrivals due by t in, the first EVs that have left out."""
+    hi, n = st.ints[I_HI], len(st.status)
+    while hi < n and st.arrive_tick[hi] <= t:
+        hi += 1
+    lo = st.ints[I_LO]
+    while lo < hi and st.status[lo] >= SERVED:  # served, stranded, gave up
+        lo += 1
+    st.ints[I_LO], st.ints[I_HI] = lo, hi
 
 
 # --- Leaving unserved ----------------------------------------------------------------
@@ -123,25 +139,38 @@ def give_up(st, rules, ev: int, parts) -> None:  # noqa: ANN001
 
 # --- Reaching stations and plugging in ----------------------------------------------
 @kernel
-def _by_order(st, status: int) -> np.ndarray:  # noqa: ANN001
-    """The EVs with ``status``, sorted by ``order``."""
-    evs = np.flatnonzero(st.status == status)
-    return evs[np.argsort(st.order[evs], kind="mergesort")]
+def _by_order(st, status: int, due: int) -> int:  # noqa: ANN001
+    """The EVs with ``status`` (and, when ``due`` >= 0, due at tick ``due``) sorted
+    by ``order`` (ties: EV order), into ``st.scratch_evs``: their count. An insertion
+    sort: a tick sorts a handful of EVs, and allocates nothing."""
+    out = st.scratch_evs
+    n = 0
+    for ev in range(st.ints[I_LO], st.ints[I_HI]):
+        if st.status[ev] != status or (due >= 0 and st.due_tick[ev] != due):
+            continue
+        key = st.order[ev]
+        j = n
+        while j > 0 and st.order[out[j - 1]] > key:
+            out[j] = out[j - 1]
+            j -= 1
+        out[j] = ev
+        n += 1
+    return n
 
 
 @kernel
 def reach_and_plug(st, rules, t: int) -> None:  # noqa: ANN001
     """EVs reach their stations and queue; free plugs are filled first come, first served."""
-    for ev in _by_order(st, TRAVELING):  # in ROUTE order
-        if st.due_tick[ev] != t:
-            continue
+    evs = st.scratch_evs
+    for i in range(_by_order(st, TRAVELING, t)):  # in ROUTE order
+        ev = evs[i]
         s, k = st.station[ev], st.kind[ev]
         st.status[ev] = QUEUED
         st.inbound[s, k] -= 1
         st.order[ev] = st.ints[I_ORDER]  # its place in the queue
         st.ints[I_ORDER] += 1
         st.queue_len[s, k] += 1
-    queued = _by_order(st, QUEUED)
+    n_queued = _by_order(st, QUEUED, -1)
     now = float(t * rules.numbers[R_TICK_MINUTES])
     S, K = st.queue_len.shape
     for s in range(S):
@@ -150,7 +179,8 @@ def reach_and_plug(st, rules, t: int) -> None:  # noqa: ANN001
         for k in range(K):
             if st.queue_len[s, k] == 0:
                 continue
-            for ev in queued:
+            for i in range(n_queued):
+                ev = evs[i]
                 if st.busy[s, k] >= rules.plugs[s, k]:
                     break
                 if st.station[ev] == s and st.kind[ev] == k:
@@ -322,10 +352,11 @@ def wait_and_patience(st, rules, t: int, parts) -> None:  # noqa: ANN001
     end = t * tm + tm
     queued = int(np.sum(st.queue_len))
     parts[P_WAIT] -= w[P_WAIT] * tm * queued
-    for ev in range(len(st.status)):  # in EV order
+    lo, hi = st.ints[I_LO], st.ints[I_HI]
+    for ev in range(lo, hi):  # in EV order
         if st.give_up_tick[ev] == t:
             give_up(st, rules, ev, parts)
-    for ev in range(len(st.status)):
+    for ev in range(lo, hi):
         if st.waiting_critical[ev] and st.deadline_minute[ev] < end:
             st.waiting_critical[ev] = False
             st.late[ev] = True

@@ -82,6 +82,21 @@ def scenario_rules(config: SimConfig, scenario: Scenario) -> tuple:
     return make_rules(config, scenario, scenario_tables(scenario, config))
 
 
+def start_state(
+    config: SimConfig,
+    scenario: Scenario,
+    tables: ScenarioTables,
+    arrivals: Arrivals,
+    background_kw: np.ndarray,
+) -> tuple:
+    """A new episode's packed state (tick 0, no EV yet asked) from its arrivals and
+    its feeders' background load (T, F) [kW]."""
+    give_up = give_up_ticks(
+        arrivals.minute + arrivals.patience_min, config.tick_minutes
+    )
+    return make_state(config, scenario, tables, arrivals, background_kw, give_up)
+
+
 def _views(packed: tuple) -> EpisodeState:
     """The state's named views, in Python (the kernels unpack their own)."""
     return getattr(unpack, "py_func", unpack)(packed)
@@ -118,11 +133,7 @@ class World:
         self.rules = scenario_rules(config, scenario)
         # Feeders: the grid model carries the stations' load, tick by tick.
         self.background = tables.background_kw * feeder_noise  # (T, F) [kW]
-        give_up = give_up_ticks(
-            arrivals.minute + arrivals.patience_min, config.tick_minutes
-        )
-        self.packed = make_state(config, scenario, tables, arrivals, self.background,
-                                 give_up)  # fmt: skip
+        self.packed = start_state(config, scenario, tables, arrivals, self.background)
         self.state = _views(self.packed)
         self._sync()
         self.grid = make_grid_model(config.grid, tables, self.background, scenario)
@@ -149,6 +160,8 @@ class World:
         self._pending = self.state.pending[: ints[I_N_PENDING]].tolist()
 
     finished = property(lambda self: bool(self.state.ints[I_FINISHED]))
+    # Whether a decision's kernel runs the clock too (the feeder sum's one call)
+    fused = property(lambda self: type(self.grid) is FeederSum)
     shifts_this_tick = property(lambda self: int(self.state.ints[I_SHIFTS]))
     status = property(lambda self: self.state.status)
     soc = property(lambda self: self.state.soc)
@@ -264,6 +277,29 @@ class World:
     def strand(self, ev: int, parts: np.ndarray) -> None:
         """An invalid answer turns away the EV being decided."""
         self._call(entry.STRAND, parts, ev)
+
+    def ask(self, op: int, a: int = 0, b: int = 0, c: int = 0) -> int:
+        """A question to the rules' kernels (``entry``'s ``*_CODE``, ``DEFER_COUNT``,
+        ``ROUTE_OK``): their answer; the state is not changed."""
+        return entry.call(op, self.packed, self.rules, _NO_PARTS, a, b, c)
+
+    def route_mask(self, ev: int) -> np.ndarray:
+        """(S, K) bool: the ROUTE rule for every (station, kind) pair, for ``ev``."""
+        out = np.empty(self.tables.plugs.shape, dtype=bool)
+        entry.route_mask(self.packed, self.rules, ev, out)
+        return out
+
+    def try_step(self, what: int, a: int, b: int, c: int, parts: np.ndarray) -> int:
+        """Judge a decision and apply it if allowed (``judge.try_action``), then run
+        the clock if no request is left; its code (``judge.OK`` or why refused,
+        nothing changed). The clock runs here only under the feeder sum: another
+        grid model's caller runs ``advance`` itself."""
+        op = entry.STEP_ROUTE if type(self.grid) is FeederSum else entry.TRY_ROUTE
+        tick = self._tick
+        code = self._call(op + what, parts, a, b, c)
+        if self._tick != tick or self.finished:  # the clock ran
+            self.obs_cache = self._grid_now = None
+        return code
 
     def _call(
         self, op: int, parts: np.ndarray, a: int = 0, b: int = 0, c: int = 0

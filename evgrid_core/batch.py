@@ -1,0 +1,259 @@
+"""A batch of episodes stepped by one compiled call: the core of the vector envs.
+
+``Batch(n, scenarios)`` holds n episodes as packed states (``state.py``) and steps
+them all with ``step(actions)``: one discrete action index each (``features.py``'s
+layout, the Gymnasium env's), judged and applied by the same kernels as
+``EVGridEnv.step`` (``judge.try_action``, the clock's ``advance_feeder_sum``), with
+each env's reward, done flag, observation vector and action mask written into
+arrays the batch owns. Every episode is the one ``EVGridEnv`` plays with the same
+(scenario, seed) and the same decisions, bit for bit (tested step by step).
+
+Auto-reset: an env whose episode ends starts its next one in the same ``step``; its
+row then holds the new episode's first observation, and ``finished`` lists the
+episodes that ended (return, steps, invalid answers, the KPI counters). Env i's
+k-th episode has seed ``seed + k * n + i`` and scenario ``scenarios[i % len]``:
+reproducible whatever the order they end in. ``threads`` > 1 splits the batch into
+that many slices stepped at once (the kernels release the GIL).
+
+Only the feeder sum (the default grid model) runs here: the network models carry
+each tick from Python (``world.py``) and belong to ``EVGridEnv``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import numpy as np
+
+from .config import SimConfig
+from .decide import strand
+from .env import episode_inputs
+from .features import N_ACTIONS, OBS_SIZE, decode_index, encode_into, shift_numbers
+from .jit import kernel, typed_list
+from .judge import A_DEFER, A_LOAD_SHIFT, A_ROUTE, OK, try_action
+from .scenarios import DEFAULT_SCENARIO, get_scenario
+from .state import (
+    F_ENERGY,
+    F_UNMET,
+    I_FINISHED,
+    I_GAVE_UP,
+    I_N_GAVE_UP_NOW,
+    I_N_PENDING,
+    I_ON_TIME,
+    I_OVERLOAD_TICKS,
+    I_SERVED,
+    I_STRANDED,
+    I_STRESS_EVENTS,
+    I_TICK,
+    P_INVALID,
+    R_INVALID,
+    unpack,
+    unpack_rules,
+)  # fmt: skip
+from .tables import scenario_tables
+from .ticks import advance_feeder_sum, carry_feeder_sum
+from .world import scenario_rules, start_state
+
+N_PARTS = 13
+
+
+@kernel
+def step_slice(states, rules_list, rule_of, actions, reward, done, obs, mask, counts,
+               ticks, lo: int, hi: int) -> None:  # fmt: skip  # noqa: ANN001, PLR0913
+    """Step envs ``lo``..``hi``-1 by one decision each (``Batch.step``)."""
+    parts = np.zeros(N_PARTS)
+    scratch = np.zeros((2, obs.shape[1]))
+    for i in range(lo, hi):
+        st, rules = unpack(states[i]), unpack_rules(rules_list[rule_of[i]])
+        parts[:] = 0.0
+        first = st.pending[0]  # the request being decided
+        tick = st.ints[I_TICK]
+        st.ints[I_N_GAVE_UP_NOW] = 0
+        what, x, y = decode_index(actions[i])
+        if what == A_ROUTE:
+            code = try_action(st, rules, A_ROUTE, first + 1, x, y, parts)
+        elif what == A_DEFER:
+            code = try_action(st, rules, A_DEFER, first + 1, x, 0, parts)
+        else:
+            cap, minutes = shift_numbers(y)
+            code = try_action(st, rules, A_LOAD_SHIFT, x, cap, minutes, parts)
+        if code != OK:  # an invalid answer fails the request being decided
+            parts[P_INVALID] -= rules.numbers[R_INVALID]
+            counts[i, 1] += 1
+            strand(st, rules, first, parts)
+        if st.ints[I_N_PENDING] == 0 and st.ints[I_FINISHED] == 0:
+            advance_feeder_sum(st, rules, parts)
+        counts[i, 0] += 1
+        ticks[i] += st.ints[I_TICK] - tick
+        total = 0.0
+        for k in range(N_PARTS):  # in order, as the env's sum of the named parts
+            total += parts[k]
+        reward[i] = total
+        done[i] = st.ints[I_FINISHED] != 0
+        encode_into(
+            st, rules, done[i], obs[i], mask[i], scratch[:, : st.grid_util.size]
+        )
+
+
+@kernel
+def start(states, rules_list, rule_of, which, obs, mask, ticks) -> None:  # noqa: ANN001
+    """New episodes ``which``: the feeders' tick before the first (no EV load), the
+    clock run to the first request, their observation and mask."""
+    parts = np.zeros(N_PARTS)
+    for i in which:
+        st, rules = unpack(states[i]), unpack_rules(rules_list[rule_of[i]])
+        carry_feeder_sum(st, rules, 0)
+        advance_feeder_sum(st, rules, parts)
+        ticks[i] += st.ints[I_TICK]
+        scratch = np.zeros((2, st.grid_util.size))
+        encode_into(st, rules, st.ints[I_FINISHED] != 0, obs[i], mask[i], scratch)
+
+
+class Batch:
+    """``n`` episodes stepped together; see the module's docstring."""
+
+    def __init__(
+        self,
+        n: int,
+        scenarios: str | Sequence[str] = DEFAULT_SCENARIO,
+        *,
+        seed: int = 0,
+        config: SimConfig | None = None,
+        threads: int = 1,
+    ) -> None:
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise ValueError(f"n must be a positive integer, got {n!r}")
+        if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+            raise ValueError(f"threads must be a positive integer, got {threads!r}")
+        self.config = config or SimConfig()
+        if self.config.grid != "feeder_sum":
+            raise ValueError(
+                f"a Batch runs the feeder sum only, not grid={self.config.grid!r}: "
+                "use EVGridEnv for the network models"
+            )
+        names = [scenarios] if isinstance(scenarios, str) else list(scenarios)
+        if not names:
+            raise ValueError("scenarios is empty")
+        self.scenarios = [get_scenario(s) for s in names]  # unknown: a clear error
+        self.n, self.threads = n, threads
+        self.rule_of = np.arange(n, dtype=np.int64) % len(self.scenarios)
+        self._rules = typed_list(
+            [scenario_rules(self.config, sc) for sc in self.scenarios]
+        )
+        self.obs = np.zeros((n, OBS_SIZE), dtype=np.float32)
+        self.mask = np.zeros((n, N_ACTIONS), dtype=bool)
+        self.reward = np.zeros(n)
+        self.done = np.zeros(n, dtype=bool)
+        self.counts = np.zeros((n, 2), dtype=np.int64)  # this episode's steps, invalid
+        self.returns = np.zeros(n)  # this episode's return so far
+        self.episode = np.zeros(n, dtype=np.int64)  # each env's episode number
+        self.ticks = np.zeros(n, dtype=np.int64)  # ticks simulated since reset
+        self.finished: list[dict[str, Any]] = []  # episodes ended by the last step
+        self._pool = ThreadPoolExecutor(threads) if threads > 1 else None
+        self.reset(seed)
+
+    # --- Episodes --------------------------------------------------------------------
+    def seed_of(self, i: int, k: int | None = None) -> int:
+        """The seed of env ``i``'s ``k``-th episode (its current one by default)."""
+        k = int(self.episode[i]) if k is None else k
+        return self.base_seed + k * self.n + i
+
+    def reset(self, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+        """Every env starts its first episode (seeds ``seed`` .. ``seed + n - 1``);
+        the observations and masks (the batch's own arrays)."""
+        if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
+            raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+        self.base_seed = int(seed)
+        self.episode[:] = 0
+        self.ticks[:] = 0
+        self.counts[:] = 0
+        self.returns[:] = 0.0
+        self.done[:] = False
+        self.finished = []
+        self._states = typed_list([self._new_state(i) for i in range(self.n)])
+        self._start(np.arange(self.n))
+        return self.obs, self.mask
+
+    def _new_state(self, i: int) -> tuple:
+        sc = self.scenarios[self.rule_of[i]]
+        arrivals, noise = episode_inputs(self.seed_of(i), sc, self.config)
+        tables = scenario_tables(sc, self.config)
+        return start_state(
+            self.config, sc, tables, arrivals, tables.background_kw * noise
+        )
+
+    def _start(self, which: np.ndarray) -> None:
+        while which.size:
+            start(self._states, self._rules, self.rule_of, which, self.obs, self.mask,
+                  self.ticks)  # fmt: skip
+            # An episode with no request at all has ended already: the next one
+            empty = which[[bool(self._states[i][9][I_FINISHED]) for i in which]]
+            for i in empty:
+                self.episode[i] += 1
+                self._states[i] = self._new_state(i)
+            which = empty
+
+    def step(self, actions: np.ndarray) -> tuple[np.ndarray, ...]:
+        """One decision per env: (obs, reward, done, mask), the batch's own arrays
+        (copy what you keep). Ended episodes restart at once (see ``finished``)."""
+        acts = np.asarray(actions)
+        if acts.shape != (self.n,) or acts.dtype.kind not in "iu":
+            raise ValueError(
+                f"actions must be {self.n} integer indices, got shape {acts.shape} "
+                f"of {acts.dtype}"
+            )
+        acts = acts.astype(np.int64, copy=False)
+        args = (self._states, self._rules, self.rule_of, acts, self.reward, self.done,
+                self.obs, self.mask, self.counts, self.ticks)  # fmt: skip
+        if self._pool is None:
+            step_slice(*args, 0, self.n)
+        else:
+            cuts = np.linspace(0, self.n, self.threads + 1).astype(int)
+            jobs = [self._pool.submit(step_slice, *args, int(a), int(b))
+                    for a, b in zip(cuts[:-1], cuts[1:], strict=True)]  # fmt: skip
+            for job in jobs:
+                job.result()
+        self.returns += self.reward
+        self.finished = []
+        ended = np.flatnonzero(self.done)
+        if ended.size:
+            for i in ended:
+                self.finished.append(self._summary(int(i)))
+                self.episode[i] += 1
+                self.returns[i] = 0.0
+                self.counts[i] = 0
+                self._states[i] = self._new_state(int(i))
+            self._start(ended)
+        return self.obs, self.reward, self.done, self.mask
+
+    def _summary(self, i: int) -> dict[str, Any]:
+        ints, floats = self._states[i][9], self._states[i][10]
+        return {
+            "env": i,
+            "scenario": self.scenarios[self.rule_of[i]].name,
+            "seed": self.seed_of(i),
+            "return": float(self.returns[i]),
+            "steps": int(self.counts[i, 0]),
+            "invalid": int(self.counts[i, 1]),
+            "ticks": int(ints[I_TICK]),
+            "evs_served": int(ints[I_SERVED]),
+            "stranded": int(ints[I_STRANDED]),
+            "gave_up": int(ints[I_GAVE_UP]),
+            "critical_on_time": int(ints[I_ON_TIME]),
+            "overload_ticks": int(ints[I_OVERLOAD_TICKS]),
+            "stress_events": int(ints[I_STRESS_EVENTS]),
+            "energy_kwh": float(floats[F_ENERGY]),
+            "unmet_kwh": float(floats[F_UNMET]),
+        }
+
+    # --- Introspection ---------------------------------------------------------------
+    def state_bytes(self) -> int:
+        """Memory the episodes' states hold now [bytes], all envs (arrays only)."""
+        return sum(a.nbytes for packed in self._states for a in packed)
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown()
+            self._pool = None

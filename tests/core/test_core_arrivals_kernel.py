@@ -1,0 +1,73 @@
+"""The arrivals' attributes drawn by a kernel are numpy's, to the bit.
+
+``fleet.draw_attributes`` turns each EV's class and six uniform draws into its
+battery, charge, target, patience and deadline. It replaced a per-class numpy
+expression (kept here as the reference): the same floats on every seed, in every
+scenario's scales, or every episode would change.
+"""
+
+import numpy as np
+import pytest
+
+from evgrid_core.config import SimConfig
+from evgrid_core.env import episode_inputs
+from evgrid_core.fleet import EV_CLASSES, Arrivals
+from evgrid_core.scenarios import SCENARIOS, get_scenario
+
+
+def numpy_attributes(klass: np.ndarray, u: np.ndarray, critical_scale: float) -> dict:
+    """The attributes as ``draw_arrivals`` computed them with numpy (the reference)."""
+    n = len(klass)
+    battery, soc, patience, target = (np.empty(n) for _ in range(4))
+    deadline, critical = np.full(n, np.inf), np.zeros(n, dtype=bool)
+    for k, c in enumerate(EV_CLASSES):
+        m = klass == k
+        batts = np.array(c.batteries_kwh)
+        battery[m] = batts[(u[m, 0] * len(batts)).astype(int)]
+        soc[m] = np.round(
+            c.soc_range[0] + u[m, 1] * (c.soc_range[1] - c.soc_range[0]), 2
+        )
+        patience[m] = np.round(
+            c.patience_min[0] + u[m, 2] * (c.patience_min[1] - c.patience_min[0])
+        )
+        crit = u[m, 3] < min(1.0, c.critical_prob * critical_scale)
+        critical[m] = crit
+        dl = np.round(
+            c.deadline_min[0] + u[m, 4] * (c.deadline_min[1] - c.deadline_min[0])
+        )
+        deadline[m] = np.where(crit, dl, np.inf)
+        target[m] = np.round(c.target_soc + u[m, 5] * (c.target_max - c.target_soc), 2)
+    cls = EV_CLASSES
+    return {
+        "battery_kwh": battery, "soc": soc, "target": target, "patience_min": patience,
+        "critical": critical, "deadline_min": deadline,
+        "max_ac_kw": np.array([cls[k].max_ac_kw for k in klass]),
+        "max_dc_kw": np.array([cls[k].max_dc_kw for k in klass]),
+        "km_per_kwh": np.array([cls[k].km_per_kwh for k in klass]),
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize("scenario", sorted(SCENARIOS))
+def test_drawn_attributes_equal_numpys_on_many_seeds(
+    scenario: str, monkeypatch
+) -> None:  # noqa: ANN001
+    import evgrid_core.fleet as fleet
+
+    sc, config = get_scenario(scenario), SimConfig()
+    seen: list[tuple] = []
+    real = fleet.draw_attributes
+
+    def spy(klass, u, table, batteries, scale, out):  # noqa: ANN001, ANN202
+        real(klass, u, table, batteries, scale, out)
+        seen.append((klass.copy(), u.copy(), scale))
+
+    monkeypatch.setattr(fleet, "draw_attributes", spy)
+    for seed in range(0, 2000, 40):
+        seen.clear()
+        a: Arrivals = episode_inputs(seed, sc, config)[0]  # type: ignore[assignment]
+        klass, u, scale = seen[0]
+        assert scale == sc.critical_scale
+        for name, expected in numpy_attributes(klass, u, scale).items():
+            got = getattr(a, name)
+            assert got.dtype == expected.dtype, name
+            assert np.array_equal(got, expected), (scenario, seed, name)
