@@ -2,7 +2,10 @@
 
 Reports simulated ticks/s and decisions/s three ways: env.step alone (policy and
 observation excluded), step + building the observation (policy excluded), and
-everything with the greedy_eta policy; plus reset time and peak memory.
+everything with the greedy_eta policy; plus reset time and peak memory. Then the
+batched vector env (``evgrid_core.batch.Batch``) at each ``--sizes`` N: ticks/s in
+all and per env, its observation vectors, masks and auto-resets included, random
+valid actions drawn from the masks outside the clock; and its memory per env.
 """
 
 from __future__ import annotations
@@ -26,6 +29,19 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--compile",
         action="store_true",
         help="also time the kernels' compilation: cold (an empty cache) and cached",
+    )
+    p.add_argument(
+        "--sizes",
+        default="1,16,64,256",
+        help="batch sizes N for the vector env, comma-separated ('' skips it)",
+    )
+    p.add_argument(
+        "--threads",
+        default="1,2",
+        help="threads stepping the batch, comma-separated (each size runs each)",
+    )
+    p.add_argument(
+        "--seconds", type=float, default=4.0, help="timed seconds per vector-env size"
     )
     p.add_argument("--json", action="store_true")
 
@@ -134,13 +150,55 @@ def measure(episodes: int, scenario: str, policy_name: str) -> dict[str, float]:
     }
 
 
+def measure_vector(scenario: str, n: int, threads: int, seconds: float) -> dict:
+    """The batch of ``n`` envs stepped for ``seconds`` (after a warm-up): simulated
+    ticks and decisions per second, in all and per env, and memory per env."""
+    import numpy as np
+
+    from evgrid_core.batch import Batch
+
+    batch = Batch(n, scenario, seed=0, threads=threads)
+    rng = np.random.default_rng(0)
+
+    def pick() -> np.ndarray:  # a random valid action per env (outside the clock)
+        return (rng.random(batch.mask.shape) * batch.mask).argmax(axis=1)
+
+    warm = time.perf_counter() + min(1.0, seconds / 2)
+    while time.perf_counter() < warm or batch.episode.sum() < 1:
+        batch.step(pick())
+    ticks0, steps, clock = int(batch.ticks.sum()), 0, 0.0
+    while clock < seconds:
+        actions = pick()
+        t0 = time.perf_counter()
+        batch.step(actions)
+        clock += time.perf_counter() - t0
+        steps += n
+    ticks = int(batch.ticks.sum()) - ticks0
+    per_env = (batch.state_bytes() + batch.obs.nbytes + batch.mask.nbytes) / n
+    batch.close()
+    return {
+        "n": n,
+        "threads": threads,
+        "ticks_per_s": ticks / clock,
+        "ticks_per_s_per_env": ticks / clock / n,
+        "decisions_per_s": steps / clock,
+        "bytes_per_env": per_env,
+    }
+
+
 def run(args: argparse.Namespace) -> int:
     from evgrid_core import get_scenario
 
     get_scenario(args.scenario)
     if args.episodes < 1:
         raise ValueError("--episodes must be at least 1")
+    sizes = [int(x) for x in args.sizes.split(",") if x.strip()]
+    threads = [int(x) for x in args.threads.split(",") if x.strip()]
+    if any(x < 1 for x in sizes + threads) or args.seconds <= 0:
+        raise ValueError("--sizes, --threads and --seconds must be positive")
     r = measure(args.episodes, args.scenario, args.policy)
+    r["vector"] = [measure_vector(args.scenario, n, k, args.seconds)
+                   for n in sizes for k in threads]  # fmt: skip
     if args.compile:
         r.update(compile_seconds())
     if args.json:
@@ -157,6 +215,14 @@ def run(args: argparse.Namespace) -> int:
           f"{r['decisions_per_s_with_policy']:>10,.0f} decisions/s")  # fmt: skip
     print(f"  reset: {r['reset_ms']:.3f} ms   peak memory: {r['episode_peak_python_mb']:.2f} MB "
           f"(one episode, Python heap), {r['process_peak_rss_mb']:.0f} MB process RSS")  # fmt: skip
+    if r["vector"]:
+        print("  vector env (Batch: one compiled call per step, observations, masks and "
+              "auto-resets included, random valid actions):")  # fmt: skip
+    for v in r["vector"]:
+        print(f"    N={v['n']:<5} threads={v['threads']}: {v['ticks_per_s']:>10,.0f} ticks/s "
+              f"in all, {v['ticks_per_s_per_env']:>9,.0f} per env, "
+              f"{v['decisions_per_s']:>10,.0f} decisions/s, "
+              f"{v['bytes_per_env'] / 1024:,.0f} KiB per env")  # fmt: skip
     if args.compile:
         print(f"  import + first step in a new process: {r['first_step_cold_s']:.1f} s with "
               f"the kernels compiled (empty cache), {r['first_step_cached_s']:.2f} s cached")  # fmt: skip

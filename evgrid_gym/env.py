@@ -25,8 +25,6 @@ except ImportError as e:  # pragma: no cover - exercised only without gymnasium
 from evgrid_core import (
     DEFAULT_SCENARIO,
     DEFER_MINUTES,
-    SHIFT_CAP_PCT,
-    SHIFT_MINUTES,
     ChargerKind,
     Defer,
     EVGridEnv,
@@ -35,35 +33,37 @@ from evgrid_core import (
     Route,
     SimConfig,
 )
-from evgrid_core.chargers import N_KINDS
-from evgrid_core.city import FEEDERS, N_STATIONS
+from evgrid_core.city import N_STATIONS
+from evgrid_core.features import (
+    N_ACTIONS,
+    N_DEFER,
+    N_FEEDERS,
+    N_ROUTE,
+    N_SHIFT,
+    OBS_HIGH,
+    OBS_LOW,
+    OBS_SIZE,
+    PER_STATION,
+    SHIFTS_PER_STATION,
+    decode_index,
+    shift_numbers,
+)
+from evgrid_core.judge import A_DEFER, A_ROUTE
 
-N_FEEDERS = len(FEEDERS)
-N_ROUTE = N_STATIONS * N_KINDS
-N_DEFER = len(DEFER_MINUTES)
-N_SHIFT = N_STATIONS * len(SHIFT_CAP_PCT) * len(SHIFT_MINUTES)
-N_ACTIONS = N_ROUTE + N_DEFER + N_SHIFT
-PER_STATION = 4 + 2 * N_KINDS  # drive, free and queue per kind, open, shifted, feeder
-OBS_SIZE = 6 + 11 + N_STATIONS * PER_STATION + N_FEEDERS * 2 + N_ROUTE
-OBS_LOW, OBS_HIGH = (
-    -10.0,
-    100.0,
-)  # every feature is scaled to about [0, 1]; clipped to these
+__all__ = ["N_ACTIONS", "N_DEFER", "N_FEEDERS", "N_ROUTE", "N_SHIFT", "OBS_HIGH",
+           "OBS_LOW", "OBS_SIZE", "EVGridGymEnv", "action_mask", "decode_action",
+           "encode_observation"]  # fmt: skip
 
 
 def decode_action(index: int, ev: int) -> Route | Defer | LoadShift:
-    """Discrete index -> typed action for request ``ev``."""
-    i = int(index)
-    if i < N_ROUTE:
-        return Route(ev, i // N_KINDS + 1, ChargerKind(i % N_KINDS))
-    i -= N_ROUTE
-    if i < N_DEFER:
-        return Defer(ev, DEFER_MINUTES[i])
-    i -= N_DEFER
-    per_station = len(SHIFT_CAP_PCT) * len(SHIFT_MINUTES)
-    s, rest = divmod(i, per_station)
-    c, m = divmod(rest, len(SHIFT_MINUTES))
-    return LoadShift(s + 1, SHIFT_CAP_PCT[c], SHIFT_MINUTES[m])
+    """Discrete index -> typed action for request ``ev`` (``features.decode_index``)."""
+    what, x, y = decode_index(int(index))
+    if what == A_ROUTE:
+        return Route(ev, x, ChargerKind(y))
+    if what == A_DEFER:
+        return Defer(ev, x)
+    cap, minutes = shift_numbers(y)
+    return LoadShift(x, cap, minutes)
 
 
 def encode_observation(obs: Observation) -> np.ndarray:
@@ -107,8 +107,7 @@ def action_mask(obs: Observation) -> np.ndarray:
     m[:N_ROUTE] = obs.route_mask.ravel()
     m[N_ROUTE : N_ROUTE + N_DEFER] = [d in obs.defer_options for d in DEFER_MINUTES]
     if obs.load_shifts_left > 0:
-        per_station = len(SHIFT_CAP_PCT) * len(SHIFT_MINUTES)
-        m[N_ROUTE + N_DEFER :] = np.repeat(~obs.shifted, per_station)
+        m[N_ROUTE + N_DEFER :] = np.repeat(~obs.shifted, SHIFTS_PER_STATION)
     return m
 
 
