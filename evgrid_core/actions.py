@@ -111,6 +111,11 @@ def format_action(action: Action) -> str:
     """
     if not _has_text(action):
         raise ValueError(f"{action!r} has no text form: {field_problem(action)}")
+    return _text(action)
+
+
+def _text(action: Action) -> str:
+    """``format_action`` once ``_has_text`` has said yes."""
     if isinstance(action, Route):
         return f"ROUTE E{action.ev} S{action.station} {ChargerKind(action.kind).name}"
     if isinstance(action, Defer):
@@ -123,7 +128,7 @@ def format_action(action: Action) -> str:
 def describe_action(action: object) -> str:
     """The action's text, or its repr when it has none (``Defer(3, nan)``): what a
     step's info and a log show."""
-    return format_action(action) if _has_text(action) else repr(action)[:200]  # type: ignore[arg-type]
+    return _text(action) if _has_text(action) else repr(action)[:200]  # type: ignore[arg-type]
 
 
 def _has_text(action: object) -> bool:
@@ -161,6 +166,8 @@ def field_problem(action: object) -> str | None:
     LOAD_SHIFT's numbers from their fixed sets: exactly what the parser accepts.
     Whether the named EV or station may take it now is the validator's question.
     """
+    if type(action) is Route and _plain_route(action):  # the common case, at once
+        return None
     if not isinstance(action, Action):
         return f"not an action: {type(action).__name__}"
     for name in ("ev", "station"):
@@ -181,6 +188,12 @@ def field_problem(action: object) -> str | None:
         if not _whole(action.minutes) or action.minutes not in SHIFT_MINUTES:
             return _choice("LOAD_SHIFT minutes", SHIFT_MINUTES, action.minutes)
     return None
+
+
+def _plain_route(r: Route) -> bool:
+    """A Route whose fields are plain ints (and a ChargerKind) within the syntax."""
+    return (type(r.ev) is int and type(r.station) is int and r.ev >= 1
+            and r.station >= 1 and type(r.kind) is ChargerKind)  # fmt: skip
 
 
 def _choice(what: str, allowed: tuple[int, ...], got: object) -> str:

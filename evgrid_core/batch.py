@@ -13,7 +13,9 @@ row then holds the new episode's first observation, and ``finished`` lists the
 episodes that ended (return, steps, invalid answers, the KPI counters). Env i's
 k-th episode has seed ``seed + k * n + i`` and scenario ``scenarios[i % len]``:
 reproducible whatever the order they end in. ``threads`` > 1 splits the batch into
-that many slices stepped at once (the kernels release the GIL).
+that many slices stepped at once (the kernels release the GIL); handing the slices
+to threads costs tens of microseconds a step, so it pays only for batches of a few
+hundred envs (``evgrid bench`` measures it), and auto-resets stay in one thread.
 
 Only the feeder sum (the default grid model) runs here: the network models carry
 each tick from Python (``world.py``) and belong to ``EVGridEnv``.
@@ -60,55 +62,49 @@ N_PARTS = 13
 
 
 @kernel
-def step_slice(states, rules_list, rule_of, actions, reward, done, obs, mask, counts,
-               ticks, lo: int, hi: int) -> None:  # fmt: skip  # noqa: ANN001, PLR0913
-    """Step envs ``lo``..``hi``-1 by one decision each (``Batch.step``)."""
+def step_envs(states, rules_list, rule_of, which, fresh: bool, actions, reward, done,
+              obs, mask, counts, ticks) -> None:  # fmt: skip  # noqa: ANN001, PLR0913
+    """Step envs ``which`` by one decision each (``Batch.step``), or, ``fresh``, start
+    their new episodes: the feeders' tick before the first (no EV load) and the clock
+    run to the first request, as ``EVGridEnv.reset`` does. Then each one's
+    observation and mask. The clock's run has one call site: it is inlined."""
     parts = np.zeros(N_PARTS)
     scratch = np.zeros((2, obs.shape[1]))
-    for i in range(lo, hi):
-        st, rules = unpack(states[i]), unpack_rules(rules_list[rule_of[i]])
-        parts[:] = 0.0
-        first = st.pending[0]  # the request being decided
-        tick = st.ints[I_TICK]
-        st.ints[I_N_GAVE_UP_NOW] = 0
-        what, x, y = decode_index(actions[i])
-        if what == A_ROUTE:
-            code = try_action(st, rules, A_ROUTE, first + 1, x, y, parts)
-        elif what == A_DEFER:
-            code = try_action(st, rules, A_DEFER, first + 1, x, 0, parts)
-        else:
-            cap, minutes = shift_numbers(y)
-            code = try_action(st, rules, A_LOAD_SHIFT, x, cap, minutes, parts)
-        if code != OK:  # an invalid answer fails the request being decided
-            parts[P_INVALID] -= rules.numbers[R_INVALID]
-            counts[i, 1] += 1
-            strand(st, rules, first, parts)
-        if st.ints[I_N_PENDING] == 0 and st.ints[I_FINISHED] == 0:
-            advance_feeder_sum(st, rules, parts)
-        counts[i, 0] += 1
-        ticks[i] += st.ints[I_TICK] - tick
-        total = 0.0
-        for k in range(N_PARTS):  # in order, as the env's sum of the named parts
-            total += parts[k]
-        reward[i] = total
-        done[i] = st.ints[I_FINISHED] != 0
-        encode_into(
-            st, rules, done[i], obs[i], mask[i], scratch[:, : st.grid_util.size]
-        )
-
-
-@kernel
-def start(states, rules_list, rule_of, which, obs, mask, ticks) -> None:  # noqa: ANN001
-    """New episodes ``which``: the feeders' tick before the first (no EV load), the
-    clock run to the first request, their observation and mask."""
-    parts = np.zeros(N_PARTS)
     for i in which:
         st, rules = unpack(states[i]), unpack_rules(rules_list[rule_of[i]])
-        carry_feeder_sum(st, rules, 0)
-        advance_feeder_sum(st, rules, parts)
-        ticks[i] += st.ints[I_TICK]
-        scratch = np.zeros((2, st.grid_util.size))
-        encode_into(st, rules, st.ints[I_FINISHED] != 0, obs[i], mask[i], scratch)
+        parts[:] = 0.0
+        tick = st.ints[I_TICK]
+        if fresh:
+            carry_feeder_sum(st, rules, 0)
+            clock = True
+        else:
+            first = st.pending[0]  # the request being decided
+            st.ints[I_N_GAVE_UP_NOW] = 0
+            what, x, y = decode_index(actions[i])
+            if what == A_ROUTE:
+                code = try_action(st, rules, A_ROUTE, first + 1, x, y, parts)
+            elif what == A_DEFER:
+                code = try_action(st, rules, A_DEFER, first + 1, x, 0, parts)
+            else:
+                cap, minutes = shift_numbers(y)
+                code = try_action(st, rules, A_LOAD_SHIFT, x, cap, minutes, parts)
+            if code != OK:  # an invalid answer fails the request being decided
+                parts[P_INVALID] -= rules.numbers[R_INVALID]
+                counts[i, 1] += 1
+                strand(st, rules, first, parts)
+            counts[i, 0] += 1
+            clock = st.ints[I_N_PENDING] == 0 and st.ints[I_FINISHED] == 0
+        if clock:
+            advance_feeder_sum(st, rules, parts)
+        ticks[i] += st.ints[I_TICK] - tick
+        finished = st.ints[I_FINISHED] != 0
+        if not fresh:
+            total = 0.0
+            for k in range(N_PARTS):  # in order, as the env's sum of the named parts
+                total += parts[k]
+            reward[i] = total
+            done[i] = finished
+        encode_into(st, rules, finished, obs[i], mask[i], scratch[:, : st.grid_util.size])
 
 
 class Batch:
@@ -137,7 +133,7 @@ class Batch:
         if not names:
             raise ValueError("scenarios is empty")
         self.scenarios = [get_scenario(s) for s in names]  # unknown: a clear error
-        self.n, self.threads = n, threads
+        self.n, self.threads = n, min(threads, n)
         self.rule_of = np.arange(n, dtype=np.int64) % len(self.scenarios)
         self._rules = typed_list(
             [scenario_rules(self.config, sc) for sc in self.scenarios]
@@ -151,7 +147,9 @@ class Batch:
         self.episode = np.zeros(n, dtype=np.int64)  # each env's episode number
         self.ticks = np.zeros(n, dtype=np.int64)  # ticks simulated since reset
         self.finished: list[dict[str, Any]] = []  # episodes ended by the last step
-        self._pool = ThreadPoolExecutor(threads) if threads > 1 else None
+        self._all = np.arange(n, dtype=np.int64)
+        self._no_actions = np.zeros(n, dtype=np.int64)
+        self._pool = ThreadPoolExecutor(self.threads) if self.threads > 1 else None
         self.reset(seed)
 
     # --- Episodes --------------------------------------------------------------------
@@ -186,8 +184,7 @@ class Batch:
 
     def _start(self, which: np.ndarray) -> None:
         while which.size:
-            start(self._states, self._rules, self.rule_of, which, self.obs, self.mask,
-                  self.ticks)  # fmt: skip
+            self._run(which, True, self._no_actions)
             # An episode with no request at all has ended already: the next one
             empty = which[[bool(self._states[i][9][I_FINISHED]) for i in which]]
             for i in empty:
@@ -205,14 +202,11 @@ class Batch:
                 f"of {acts.dtype}"
             )
         acts = acts.astype(np.int64, copy=False)
-        args = (self._states, self._rules, self.rule_of, acts, self.reward, self.done,
-                self.obs, self.mask, self.counts, self.ticks)  # fmt: skip
         if self._pool is None:
-            step_slice(*args, 0, self.n)
+            self._run(self._all, False, acts)
         else:
-            cuts = np.linspace(0, self.n, self.threads + 1).astype(int)
-            jobs = [self._pool.submit(step_slice, *args, int(a), int(b))
-                    for a, b in zip(cuts[:-1], cuts[1:], strict=True)]  # fmt: skip
+            jobs = [self._pool.submit(self._run, part, False, acts)
+                    for part in np.array_split(self._all, self.threads)]  # fmt: skip
             for job in jobs:
                 job.result()
         self.returns += self.reward
@@ -227,6 +221,11 @@ class Batch:
                 self._states[i] = self._new_state(int(i))
             self._start(ended)
         return self.obs, self.reward, self.done, self.mask
+
+    def _run(self, which: np.ndarray, fresh: bool, actions: np.ndarray) -> None:
+        step_envs(self._states, self._rules, self.rule_of, which, fresh, actions,
+                  self.reward, self.done, self.obs, self.mask, self.counts,
+                  self.ticks)  # fmt: skip
 
     def _summary(self, i: int) -> dict[str, Any]:
         ints, floats = self._states[i][9], self._states[i][10]

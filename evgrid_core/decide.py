@@ -24,7 +24,7 @@ from .state import (
 from .ticks import leave_unserved
 
 
-@kernel
+@kernel(inline=True)
 def remove_pending(st, ev: int) -> None:  # noqa: ANN001
     """``ev`` is decided: out of the pending list, the others kept in order."""
     n = st.ints[I_N_PENDING]
@@ -36,7 +36,7 @@ def remove_pending(st, ev: int) -> None:  # noqa: ANN001
     st.ints[I_N_PENDING] = j
 
 
-@kernel
+@kernel(inline=True)
 def route(st, rules, ev: int, station: int, kind: int, parts) -> None:  # noqa: ANN001
     """Send ``ev`` to ``station`` (1-based) on a ``kind`` charger: it drives now."""
     s, node, t = station - 1, st.node[ev], st.ints[0]
@@ -57,7 +57,7 @@ def route(st, rules, ev: int, station: int, kind: int, parts) -> None:  # noqa: 
     parts[P_WAIT] -= rules.weights[P_WAIT] * ticks * tm
 
 
-@kernel
+@kernel(inline=True)
 def defer(st, rules, ev: int, minutes: int, parts) -> None:  # noqa: ANN001
     """Ask ``ev`` to wait ``minutes``: it asks again at that tick."""
     w = rules.weights
@@ -69,7 +69,7 @@ def defer(st, rules, ev: int, minutes: int, parts) -> None:  # noqa: ANN001
     st.due_tick[ev] = st.ints[0] + minutes // int(rules.numbers[R_TICK_MINUTES])
 
 
-@kernel
+@kernel(inline=True)
 def load_shift(st, rules, station: int, cap_pct: int, minutes: int, parts) -> None:  # noqa: ANN001
     """Cap ``station`` (1-based) at ``cap_pct`` % of its limit for ``minutes``."""
     s = station - 1
@@ -79,7 +79,7 @@ def load_shift(st, rules, station: int, cap_pct: int, minutes: int, parts) -> No
     parts[P_LOAD_SHIFT] -= rules.weights[P_LOAD_SHIFT]
 
 
-@kernel
+@kernel(inline=True)
 def strand(st, rules, ev: int, parts) -> None:  # noqa: ANN001
     """An invalid answer turns away the EV being decided."""
     if st.ints[I_N_PENDING] and st.pending[0] == ev:

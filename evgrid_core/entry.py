@@ -27,9 +27,8 @@ def call(op: int, packed, packed_rules, parts, a: int, b: int, c: int) -> int:  
     """Run kernel ``op`` on the state with arguments (a, b, c); its answer or 0."""
     st, rules = unpack(packed), unpack_rules(packed_rules)
     n = st.ints[I_N_PLUGGED]
-    if op == ADVANCE:
-        ticks.advance_feeder_sum(st, rules, parts)
-    elif op == TICK_START:
+    out, clock = 0, op == ADVANCE  # the clock's run: one call site (it is inlined)
+    if op == TICK_START:
         return ticks.tick_start(st, rules)
     elif op == SETTLE_UNMET:
         ticks.settle_unmet(st, rules, parts)
@@ -57,14 +56,12 @@ def call(op: int, packed, packed_rules, parts, a: int, b: int, c: int) -> int:  
         decide.load_shift(st, rules, a, b, c, parts)
     elif op == STRAND:
         decide.strand(st, rules, a, parts)
-    elif op <= STEP_SHIFT:
+    elif TRY_ROUTE <= op <= STEP_SHIFT:
         what = (op - TRY_ROUTE) % 3
         if op >= STEP_ROUTE:
             st.ints[I_N_GAVE_UP_NOW] = 0
-        code = judge.try_action(st, rules, what, a, b, c, parts)
-        if op >= STEP_ROUTE and code == judge.OK and st.ints[I_N_PENDING] == 0:
-            ticks.advance_feeder_sum(st, rules, parts)
-        return code
+        out = judge.try_action(st, rules, what, a, b, c, parts)
+        clock = op >= STEP_ROUTE and out == judge.OK and st.ints[I_N_PENDING] == 0
     elif op == DEFER_CODE:
         return judge.defer_code(st, rules, a, b)
     elif op == SHIFT_CODE:
@@ -73,7 +70,9 @@ def call(op: int, packed, packed_rules, parts, a: int, b: int, c: int) -> int:  
         return judge.defer_count(st, rules, a)
     elif op == ROUTE_OK:
         return 1 if judge.route_ok(st, rules, a, b, c) else 0
-    return 0
+    if clock:
+        ticks.advance_feeder_sum(st, rules, parts)
+    return out
 
 
 @kernel

@@ -47,7 +47,7 @@ OBS_LOW, OBS_HIGH = -10.0, 100.0  # every feature is scaled to about [0, 1]; cli
 FORECAST_TICKS = 6  # the "peak risk" look-ahead: 30 minutes
 
 
-@kernel
+@kernel(inline=True)
 def decode_index(index: int) -> tuple[int, int, int]:
     """A discrete action index as (kind of action, and its two or three numbers
     after the EV): (A_ROUTE, station, kind), (A_DEFER, minutes, 0),
@@ -62,7 +62,7 @@ def decode_index(index: int) -> tuple[int, int, int]:
     return A_LOAD_SHIFT, index // SHIFTS_PER_STATION + 1, index % SHIFTS_PER_STATION
 
 
-@kernel
+@kernel(inline=True)
 def shift_numbers(rest: int) -> tuple[int, int]:
     """(cap %, minutes) of ``decode_index``'s packed LOAD_SHIFT numbers."""
     return SHIFT_CAP_PCT[rest // len(SHIFT_MINUTES)], SHIFT_MINUTES[
@@ -70,12 +70,12 @@ def shift_numbers(rest: int) -> tuple[int, int]:
     ]
 
 
-@kernel
+@kernel(inline=True)
 def _put(v, i: int, x: float) -> None:  # noqa: ANN001
     v[i] = min(max(x, OBS_LOW), OBS_HIGH)
 
 
-@kernel
+@kernel(inline=True)
 def encode_into(st, rules, done: bool, v, mask, scratch) -> None:  # noqa: ANN001
     """The observation vector ``v`` (OBS_SIZE,) float32 and the action ``mask``
     (N_ACTIONS,) bool of the state now (``done``: the episode has ended, no request);

@@ -32,13 +32,13 @@ from .state import (
 A_ROUTE, A_DEFER, A_LOAD_SHIFT = range(3)  # try_action's kinds of action
 
 
-@kernel
+@kernel(inline=True)
 def range_km(st, ev: int) -> float:  # noqa: ANN001
     """How far the EV can drive on its charge now [km]."""
     return st.soc[ev] * st.battery_kwh[ev] * st.km_per_kwh[ev]
 
 
-@kernel
+@kernel(inline=True)
 def route_ok(st, rules, ev: int, station: int, kind: int) -> bool:  # noqa: ANN001
     """The ROUTE rule for one pair (``station`` 1-based): the scenario's table for
     the EV's locality and inlets now (drive within the radius, open on arrival, the
@@ -53,7 +53,7 @@ def route_ok(st, rules, ev: int, station: int, kind: int) -> bool:  # noqa: ANN0
     return rules.road_km[node, s] <= range_km(st, ev)
 
 
-@kernel
+@kernel(inline=True)
 def route_mask_into(st, rules, ev: int, out) -> None:  # noqa: ANN001
     """(S, K) bool ``out``: ``route_ok`` for every pair."""
     for s in range(out.shape[0]):
@@ -61,7 +61,7 @@ def route_mask_into(st, rules, ev: int, out) -> None:  # noqa: ANN001
             out[s, k] = route_ok(st, rules, ev, s + 1, k)
 
 
-@kernel
+@kernel(inline=True)
 def defer_code(st, rules, ev: int, minutes: int) -> int:  # noqa: ANN001
     """The DEFER rule. Each condition that allows some minutes allows every shorter
     option too (``defer_count`` relies on it)."""
@@ -75,7 +75,7 @@ def defer_code(st, rules, ev: int, minutes: int) -> int:  # noqa: ANN001
     return OK
 
 
-@kernel
+@kernel(inline=True)
 def defer_count(st, rules, ev: int) -> int:  # noqa: ANN001
     """How many of the (ascending) ``DEFER_MINUTES`` are allowed: the shortest ones,
     so asked from the longest down the first allowed one ends the search."""
@@ -85,7 +85,7 @@ def defer_count(st, rules, ev: int) -> int:  # noqa: ANN001
     return 0
 
 
-@kernel
+@kernel(inline=True)
 def shift_code(st, rules, station: int) -> int:  # noqa: ANN001
     """The LOAD_SHIFT rule (``station`` 1-based)."""
     if station < 1 or station > rules.plugs.shape[0]:
@@ -97,7 +97,7 @@ def shift_code(st, rules, station: int) -> int:  # noqa: ANN001
     return OK
 
 
-@kernel
+@kernel(inline=True)
 def is_pending(st, ev: int) -> bool:  # noqa: ANN001
     n = st.ints[I_N_PENDING]
     i = 0
@@ -106,7 +106,7 @@ def is_pending(st, ev: int) -> bool:  # noqa: ANN001
     return i < n
 
 
-@kernel
+@kernel(inline=True)
 def try_action(st, rules, what: int, a: int, b: int, c: int, parts) -> int:  # noqa: ANN001
     """Judge an action whose fields are within the syntax and, if allowed, apply it.
 

@@ -176,7 +176,7 @@ TICK_FEEDER = ("background_kw", "capacity_kw", "headroom_kw", "util_history")
 Packed = tuple
 
 
-@kernel
+@kernel(inline=True)
 def unpack(b) -> EpisodeState:  # noqa: ANN001
     """The named views of a packed state (no copy)."""
     f, i, o, c = b[0], b[1], b[2], b[3]
@@ -190,7 +190,7 @@ def unpack(b) -> EpisodeState:  # noqa: ANN001
     )  # fmt: skip
 
 
-@kernel
+@kernel(inline=True)
 def unpack_rules(r) -> Rules:  # noqa: ANN001
     """The named parts of packed rules (no copy)."""
     c = r[0]

@@ -71,7 +71,7 @@ from .state import (
 
 
 # --- Requests ----------------------------------------------------------------------
-@kernel
+@kernel(inline=True)
 def collect_requests(st, rules) -> None:  # noqa: ANN001
     """The EVs asking now (first requests and deferred ones back), in EV order."""
     t = st.ints[I_TICK]
@@ -90,7 +90,7 @@ def collect_requests(st, rules) -> None:  # noqa: ANN001
     st.ints[I_N_PENDING] = n
 
 
-@kernel
+@kernel(inline=True)
 def _window(st, t: int) -> None:  # noqa: ANN001
     """Move the window of EVs a tick can touch (``state.I_LO``, ``I_HI``) to tick t:
     the arrivals due by t in, the first EVs that have left out."""
@@ -104,7 +104,7 @@ def _window(st, t: int) -> None:  # noqa: ANN001
 
 
 # --- Leaving unserved ----------------------------------------------------------------
-@kernel
+@kernel(inline=True)
 def leave_unserved(st, rules, ev: int, status: int, parts) -> None:  # noqa: ANN001
     """The EV leaves without charging: the stranded cost, and a critical EV is late."""
     w = rules.weights
@@ -118,7 +118,7 @@ def leave_unserved(st, rules, ev: int, status: int, parts) -> None:  # noqa: ANN
             parts[P_URGENCY] -= w[P_URGENCY]
 
 
-@kernel
+@kernel(inline=True)
 def give_up(st, rules, ev: int, parts) -> None:  # noqa: ANN001
     """Its patience ran out before it plugged in: the EV leaves from where it is.
 
@@ -138,7 +138,7 @@ def give_up(st, rules, ev: int, parts) -> None:  # noqa: ANN001
 
 
 # --- Reaching stations and plugging in ----------------------------------------------
-@kernel
+@kernel(inline=True)
 def _by_order(st, status: int, due: int) -> int:  # noqa: ANN001
     """The EVs with ``status`` (and, when ``due`` >= 0, due at tick ``due``) sorted
     by ``order`` (ties: EV order), into ``st.scratch_evs``: their count. An insertion
@@ -158,7 +158,7 @@ def _by_order(st, status: int, due: int) -> int:  # noqa: ANN001
     return n
 
 
-@kernel
+@kernel(inline=True)
 def reach_and_plug(st, rules, t: int) -> None:  # noqa: ANN001
     """EVs reach their stations and queue; free plugs are filled first come, first served."""
     evs = st.scratch_evs
@@ -188,7 +188,7 @@ def reach_and_plug(st, rules, t: int) -> None:  # noqa: ANN001
                     st.queue_len[s, k] -= 1
 
 
-@kernel
+@kernel(inline=True)
 def _plug_in(st, rules, ev: int, s: int, k: int, now: float) -> None:  # noqa: ANN001
     st.status[ev] = CHARGING
     st.plug_minute[ev] = now
@@ -205,7 +205,7 @@ def _plug_in(st, rules, ev: int, s: int, k: int, now: float) -> None:  # noqa: A
 
 
 # --- Charging ------------------------------------------------------------------------
-@kernel
+@kernel(inline=True)
 def charge_ask(st, rules, t: int, energy, need) -> None:  # noqa: ANN001
     """Each session draws its tapered power; a station asked for more than its limit
     (or LOAD_SHIFT cap; 0 while closed) scales its sessions down together. Fills
@@ -232,7 +232,7 @@ def charge_ask(st, rules, t: int, energy, need) -> None:  # noqa: ANN001
     _station_kw(st, rules, energy, n)
 
 
-@kernel
+@kernel(inline=True)
 def _station_kw(st, rules, energy, n: int) -> None:  # noqa: ANN001
     st.station_kw[:] = 0.0
     for i in range(n):
@@ -240,7 +240,7 @@ def _station_kw(st, rules, energy, n: int) -> None:  # noqa: ANN001
     st.station_kw[:] = st.station_kw / rules.numbers[R_DT_H]
 
 
-@kernel
+@kernel(inline=True)
 def charge_settle(st, rules, t: int, energy, need, parts) -> None:  # noqa: ANN001
     """The sessions get what the grid carried: energy, SoC, cost, renewables; the
     ones that reached their target leave."""
@@ -283,7 +283,7 @@ def charge_settle(st, rules, t: int, energy, need, parts) -> None:  # noqa: ANN0
 
 
 # --- The feeders ----------------------------------------------------------------------
-@kernel
+@kernel(inline=True)
 def carry_feeder_sum(st, rules, t: int) -> None:  # noqa: ANN001
     """``grid.FeederSum.carry`` on the state: the feeder sum's rule (``feeder_sum``)
     for the stations' asked load, the carried load and utilisation kept."""
@@ -303,7 +303,7 @@ def carry_feeder_sum(st, rules, t: int) -> None:  # noqa: ANN001
         st.grid_util[f] = (bg + ev_kw[f]) / cap
 
 
-@kernel
+@kernel(inline=True)
 def grid_terms(st, rules, t: int, parts) -> None:  # noqa: ANN001
     """The reward's grid terms and the feeders' KPIs for the tick just carried.
 
@@ -341,7 +341,7 @@ def grid_terms(st, rules, t: int, parts) -> None:  # noqa: ANN001
 
 
 # --- Queues, patience, deadlines ----------------------------------------------------
-@kernel
+@kernel(inline=True)
 def wait_and_patience(st, rules, t: int, parts) -> None:  # noqa: ANN001
     """Waiting in queues; patience and deadlines run out at the end of the tick.
 
@@ -364,7 +364,7 @@ def wait_and_patience(st, rules, t: int, parts) -> None:  # noqa: ANN001
 
 
 # --- Ticks until a request ------------------------------------------------------------
-@kernel
+@kernel(inline=True)
 def tick_start(st, rules) -> int:  # noqa: ANN001
     """Before a tick's physics: 1 when the episode just ended (the unmet energy
     settled), 2 when a request is due now, 0 when the tick's physics should run."""
@@ -376,13 +376,13 @@ def tick_start(st, rules) -> int:  # noqa: ANN001
     return 2 if st.ints[I_N_PENDING] else 0
 
 
-@kernel
+@kernel(inline=True)
 def tick_end(st) -> None:  # noqa: ANN001
     st.ints[I_TICK] += 1
     st.ints[I_SHIFTS] = 0
 
 
-@kernel
+@kernel(inline=True)
 def settle_unmet(st, rules, parts) -> None:  # noqa: ANN001
     """At the end, energy still owed to EVs deferred, on their way, queued or
     charging costs: without this, charging slowly (or late) would be cheaper simply
@@ -403,7 +403,7 @@ def settle_unmet(st, rules, parts) -> None:  # noqa: ANN001
         st.floats[F_UNMET] += kwh
 
 
-@kernel
+@kernel(inline=True)
 def physics_feeder_sum(st, rules, t: int, parts) -> None:  # noqa: ANN001
     """One tick under the feeder sum: stations, sessions, feeders, patience."""
     reach_and_plug(st, rules, t)
@@ -420,7 +420,7 @@ def physics_feeder_sum(st, rules, t: int, parts) -> None:  # noqa: ANN001
     wait_and_patience(st, rules, t, parts)
 
 
-@kernel
+@kernel(inline=True)
 def advance_feeder_sum(st, rules, parts) -> None:  # noqa: ANN001
     """Run ticks until one has a request to decide, or the episode ends."""
     while True:

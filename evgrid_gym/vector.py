@@ -12,8 +12,10 @@ copies of ``EVGridGymEnv``, bit for bit, without a Python loop over the envs.
 - ``infos["action_mask"]`` (num_envs, N_ACTIONS) bool, also ``action_masks()``;
   for the envs whose episode ended: ``infos["episode"]`` with ``r`` (return),
   ``l`` (decisions), ``served``, ``gave_up``, ``stranded``, ``invalid``,
-  ``overload_min`` (feeder-minutes over a limit) and ``_r`` (which envs ended),
-  Gymnasium's vector-info convention.
+  ``overload_min`` (feeder-minutes over a limit), and ``infos["_episode"]`` (which
+  envs ended): Gymnasium's vector-info convention, as ``RecordEpisodeStatistics``.
+- RLlib: ``evgrid_rl.envs.make_vector_env`` is an env creator for
+  ``gym_env_vectorize_mode="vector_entry_point"`` (one batch per EnvRunner).
 - ``threads``: slices of the batch stepped at once on that many cores.
 
 Text observations are not built here (``EVGridEnv`` builds them on demand).
@@ -75,11 +77,13 @@ class EVGridVectorEnv(VectorEnv):
         obs, reward, done, mask = self.batch.step(np.asarray(actions))
         infos: dict[str, Any] = {"action_mask": mask.copy()}
         if self.batch.finished:
-            infos["episode"] = self._episodes()
+            infos["episode"], infos["_episode"] = self._episodes()
         n = self.num_envs
         return obs.copy(), reward.copy(), done.copy(), np.zeros(n, dtype=bool), infos
 
-    def _episodes(self) -> dict[str, np.ndarray]:
+    def _episodes(self) -> tuple[dict[str, np.ndarray], np.ndarray]:
+        """The ended episodes' numbers, and which envs ended (Gymnasium's ``_`` keys:
+        ``RecordEpisodeStatistics``' layout, which ``DictInfoToList`` splits)."""
         n = self.num_envs
         out = {key: np.zeros(n) for key, _ in EPISODE_KEYS}
         ended = np.zeros(n, dtype=bool)
@@ -89,8 +93,9 @@ class EVGridVectorEnv(VectorEnv):
             for key, name in EPISODE_KEYS:
                 out[key][i] = ep[name]
             out["overload_min"][i] *= self._tick_minutes
-        out["_r"] = ended
-        return out
+        for key, _ in EPISODE_KEYS:
+            out["_" + key] = ended
+        return out, ended
 
     def action_masks(self) -> np.ndarray:
         """(num_envs, N_ACTIONS) bool: the valid actions of each env now."""

@@ -63,6 +63,22 @@ class MaskedGymEnv(gym.Env):
         return {"action_mask": m, "observations": obs}
 
 
+def make_vector_env(config: dict[str, Any] | None = None):  # noqa: ANN201
+    """The batched vector env as an RLlib env creator, for
+    ``config.env_runners(num_envs_per_env_runner=N,
+    gym_env_vectorize_mode="vector_entry_point")``: RLlib passes ``num_envs``;
+    ``scenarios`` and ``threads`` come from the env config. One compiled call steps
+    the runner's N envs (``evgrid_gym.EVGridVectorEnv``; masks in ``infos``)."""
+    from evgrid_gym.vector import EVGridVectorEnv
+
+    config = dict(config or {})
+    return EVGridVectorEnv(
+        int(config.get("num_envs", 1)),
+        list(config.get("scenarios", ["evening_peak"])),
+        threads=int(config.get("threads", 1)),
+    )
+
+
 def draw_episode(rng: np.random.Generator, scenarios: list[str]) -> tuple[str, int]:
     """A training episode: a scenario of ``scenarios`` and a seed below the held-out ones."""
     scenario = scenarios[int(rng.integers(len(scenarios)))]

@@ -126,7 +126,11 @@ def test_episode_info_follows_gymnasiums_vector_convention() -> None:
         if term.any():
             break
     ep = info["episode"]
-    assert (ep["_r"] == term).all()
+    assert (ep["_r"] == term).all() and (info["_episode"] == term).all()
+    from gymnasium.wrappers.vector import DictInfoToList
+
+    listed = DictInfoToList(venv)._convert_info_to_list(info)
+    assert ["episode" in x for x in listed] == term.tolist()
     i = int(np.flatnonzero(term)[0])
     assert ep["r"][i] == pytest.approx(returns[i], abs=1e-9)
     assert ep["l"][i] > 0 and ep["overload_min"][i] % 5 == 0
