@@ -296,6 +296,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--policy", default="greedy_eta", help="records our actions")
     p.add_argument("--seed", type=int, default=0, help="EV2Gym's first seed")
     p.add_argument("--batch", type=int, default=1, help="envs stepped in lockstep per side")  # fmt: skip
+    p.add_argument("--vector", default="", help="also our vector env (Batch) at these N, comma-separated, each round")  # fmt: skip
+    p.add_argument("--vector-threads", type=int, default=1, help="threads stepping our batch")  # fmt: skip
+    p.add_argument("--vector-seconds", type=float, default=2.0, help="timed seconds per N per round")  # fmt: skip
     p.add_argument("--json", action="store_true", help="also print the rounds as JSON")
     p.add_argument("--show-config", action="store_true", help="print EV2Gym's config")
     args = p.parse_args(argv)
@@ -334,6 +337,13 @@ def run(args: argparse.Namespace, version: str, their_py: str, folder: str, tmp:
         print(f"batch {args.batch}: each side steps {args.batch} envs in lockstep from one "
               "process; figures are totals over the batch")  # fmt: skip
     print("ratio = our ticks/s / EV2Gym steps/s (one EV2Gym step = one 5-minute tick)")
+    sizes = [int(x) for x in args.vector.split(",") if x.strip()]
+    if sizes:
+        from evgrid_cli.cmd_bench import measure_vector
+
+        print(f"our vector env: Batch(N) stepped {args.vector_seconds} s per N per round, "
+              f"{args.vector_threads} thread(s), random valid actions drawn from the masks "
+              "outside the clock; observations, masks and auto-resets inside it")  # fmt: skip
     rows = []
     for r in range(args.rounds):
         # Alternate who goes first, so neither always runs on a cooler machine.
@@ -352,6 +362,13 @@ def run(args: argparse.Namespace, version: str, their_py: str, folder: str, tmp:
             row["ours_ticks_per_s"] / row["ev2gym_steps_per_s"]
         )
         row["ratio_decisions_to_steps"] = row["ours_decisions_per_s"] / row["ev2gym_steps_per_s"]  # fmt: skip
+        for n in sizes:
+            v = measure_vector(
+                args.scenario, n, args.vector_threads, args.vector_seconds
+            )
+            row[f"vector_{n}_ticks_per_s"] = v["ticks_per_s"]
+            row[f"vector_{n}_decisions_per_s"] = v["decisions_per_s"]
+            row[f"vector_{n}_ratio"] = v["ticks_per_s"] / row["ev2gym_steps_per_s"]
         rows.append(row)
         print(f"  round {r + 1}: EV2Gym {row['ev2gym_steps_per_s']:>9,.0f} steps/s "
               f"({steps} steps)   ours {row['ours_ticks_per_s']:>9,.0f} ticks/s "
@@ -364,6 +381,11 @@ def run(args: argparse.Namespace, version: str, their_py: str, folder: str, tmp:
           f"decisions/s)")  # fmt: skip
     print(f"median ratio (our ticks/s / EV2Gym steps/s): {med['ratio_ticks_to_steps']:.2f}x  "
           f"(decisions/s / steps/s: {med['ratio_decisions_to_steps']:.2f}x)")  # fmt: skip
+    for n in sizes:
+        print(f"vector env N={n}: {med[f'vector_{n}_ticks_per_s']:,.0f} ticks/s "
+              f"({med[f'vector_{n}_decisions_per_s']:,.0f} decisions/s) in all: "
+              f"{med[f'vector_{n}_ratio']:.1f}x EV2Gym's steps/s (median of the rounds' ratios; "
+              f"decisions/s {med[f'vector_{n}_decisions_per_s'] / med['ev2gym_steps_per_s']:.1f}x)")  # fmt: skip
     print(f"after: {load()}")
     if args.json:
         print(json.dumps({"ev2gym_version": version, "batch": args.batch,

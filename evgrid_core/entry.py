@@ -16,10 +16,12 @@ from .state import I_N_GAVE_UP_NOW, I_N_PENDING, I_N_PLUGGED, unpack, unpack_rul
 (ADVANCE, TICK_START, SETTLE_UNMET, REACH_AND_PLUG, CHARGE_ASK, CHARGE_SETTLE,
  CARRY_FEEDER_SUM, GRID_TERMS, WAIT_AND_PATIENCE, TICK_END, ROUTE, DEFER, LOAD_SHIFT,
  STRAND, TRY_ROUTE, TRY_DEFER, TRY_SHIFT, STEP_ROUTE, STEP_DEFER, STEP_SHIFT,
- DEFER_CODE, SHIFT_CODE, DEFER_COUNT, ROUTE_OK) = range(24)  # fmt: skip
+ DEFER_CODE, SHIFT_CODE, REQUEST_VIEW) = range(23)  # fmt: skip
 # TRY_*: judge the action and apply it if allowed (``judge.try_action``); STEP_*: the
 # same after clearing the step's give-ups, then the clock's run (feeder sum only)
-# when no request is left. Both answer ``judge``'s code.
+# when no request is left. Both answer ``judge``'s code. REQUEST_VIEW: EV ``a``'s
+# ROUTE rule for every (station, kind) pair written into ``parts`` (1.0 allowed, 0.0
+# not; S * K long) and its count of allowed DEFER options answered.
 
 
 @kernel
@@ -66,16 +68,13 @@ def call(op: int, packed, packed_rules, parts, a: int, b: int, c: int) -> int:  
         return judge.defer_code(st, rules, a, b)
     elif op == SHIFT_CODE:
         return judge.shift_code(st, rules, a)
-    elif op == DEFER_COUNT:
+    elif op == REQUEST_VIEW:
+        n_kinds = rules.plugs.shape[1]
+        for s in range(rules.plugs.shape[0]):
+            for k in range(n_kinds):
+                ok = judge.route_ok(st, rules, a, s + 1, k)
+                parts[s * n_kinds + k] = 1.0 if ok else 0.0
         return judge.defer_count(st, rules, a)
-    elif op == ROUTE_OK:
-        return 1 if judge.route_ok(st, rules, a, b, c) else 0
     if clock:
         ticks.advance_feeder_sum(st, rules, parts)
     return out
-
-
-@kernel
-def route_mask(packed, packed_rules, ev: int, out) -> None:  # noqa: ANN001
-    """(S, K) bool ``out``: the ROUTE rule for every pair (``judge.route_mask_into``)."""
-    judge.route_mask_into(unpack(packed), unpack_rules(packed_rules), ev, out)

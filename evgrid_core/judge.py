@@ -54,14 +54,6 @@ def route_ok(st, rules, ev: int, station: int, kind: int) -> bool:  # noqa: ANN0
 
 
 @kernel(inline=True)
-def route_mask_into(st, rules, ev: int, out) -> None:  # noqa: ANN001
-    """(S, K) bool ``out``: ``route_ok`` for every pair."""
-    for s in range(out.shape[0]):
-        for k in range(out.shape[1]):
-            out[s, k] = route_ok(st, rules, ev, s + 1, k)
-
-
-@kernel(inline=True)
 def defer_code(st, rules, ev: int, minutes: int) -> int:  # noqa: ANN001
     """The DEFER rule. Each condition that allows some minutes allows every shorter
     option too (``defer_count`` relies on it)."""

@@ -121,7 +121,7 @@ def _defer_reason(w: World, ev: int, minutes: int, code: int) -> str:
 def defer_options(w: World, ev: int) -> tuple[int, ...]:
     """The DEFER minutes ``defer_problem`` allows for ``ev`` now: the shortest ones
     (``judge.defer_count``; tests check it against every option)."""
-    return DEFER_MINUTES[: w.ask(entry.DEFER_COUNT, ev)]
+    return DEFER_MINUTES[: w.request_view(ev)[1]]
 
 
 def shift_problem(w: World, station: int) -> str | None:
@@ -142,11 +142,12 @@ def route_mask(w: World) -> np.ndarray:
     """(S, 3) bool: which ROUTE (station, kind) the current request may take."""
     if w.finished or not w.pending:
         return np.zeros((w.tables.city.n_stations, N_KINDS), dtype=bool)
-    mask = w.route_mask(w.pending[0])
-    mask.flags.writeable = False
-    return mask
+    return w.request_view(w.pending[0])[0]
 
 
 def route_allowed(w: World, ev: int, station: int, kind: int) -> bool:
     """The route mask's answer for one pair (``judge.route_ok``; no reason given)."""
-    return bool(w.ask(entry.ROUTE_OK, ev, station, kind))
+    S, K = w.tables.plugs.shape
+    if not (1 <= station <= S and 0 <= kind < K):
+        return False
+    return bool(w.request_view(ev)[0][station - 1, kind])

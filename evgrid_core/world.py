@@ -113,7 +113,7 @@ def new_parts() -> np.ndarray:
 class World:
     """One episode. EVs are indices 0..n-1 (id = index + 1)."""
 
-    __slots__ = ("_grid_now", "_pending", "_tick", "arrivals", "background", "config", "dt_h", "evs",
+    __slots__ = ("_grid_now", "_pending", "_tick", "_view", "arrivals", "background", "config", "dt_h", "evs",
                  "grid", "n_ticks", "obs_cache", "packed", "rules", "scenario",
                  "state", "tables")  # fmt: skip
 
@@ -158,6 +158,7 @@ class World:
         ints = self.state.ints
         self._tick = int(ints[I_TICK])
         self._pending = self.state.pending[: ints[I_N_PENDING]].tolist()
+        self._view: tuple | None = None  # (ev, route mask, DEFER count), as asked
 
     finished = property(lambda self: bool(self.state.ints[I_FINISHED]))
     # Whether a decision's kernel runs the clock too (the feeder sum's one call)
@@ -279,15 +280,24 @@ class World:
         self._call(entry.STRAND, parts, ev)
 
     def ask(self, op: int, a: int = 0, b: int = 0, c: int = 0) -> int:
-        """A question to the rules' kernels (``entry``'s ``*_CODE``, ``DEFER_COUNT``,
-        ``ROUTE_OK``): their answer; the state is not changed."""
+        """A question to the rules' kernels (``entry``'s ``*_CODE``): their
+        answer; the state is not changed."""
         return entry.call(op, self.packed, self.rules, _NO_PARTS, a, b, c)
 
-    def route_mask(self, ev: int) -> np.ndarray:
-        """(S, K) bool: the ROUTE rule for every (station, kind) pair, for ``ev``."""
-        out = np.empty(self.tables.plugs.shape, dtype=bool)
-        entry.route_mask(self.packed, self.rules, ev, out)
-        return out
+    def request_view(self, ev: int) -> tuple[np.ndarray, int]:
+        """For ``ev``, now: the ROUTE rule for every (station, kind) pair, (S, K)
+        bool read-only, and how many of the DEFER options it may take (the
+        shortest ones). One compiled call, kept until the state next changes."""
+        view = self._view
+        if view is None or view[0] != ev:
+            out = np.empty(self.tables.plugs.size)
+            count = entry.call(
+                entry.REQUEST_VIEW, self.packed, self.rules, out, ev, 0, 0
+            )
+            mask = (out > 0).reshape(self.tables.plugs.shape)
+            mask.flags.writeable = False
+            view = self._view = (ev, mask, count)
+        return view[1], view[2]
 
     def try_step(self, what: int, a: int, b: int, c: int, parts: np.ndarray) -> int:
         """Judge a decision and apply it if allowed (``judge.try_action``), then run
