@@ -11,7 +11,8 @@ arrays the batch owns. Every episode is the one ``EVGridEnv`` plays with the sam
 Auto-reset: an env whose episode ends starts its next one in the same ``step``; its
 row then holds the new episode's first observation, and ``finished`` lists the
 episodes that ended (return, steps, invalid answers, the KPI counters). Env i's
-k-th episode has seed ``seed + k * n + i`` and scenario ``scenarios[i % len]``:
+k-th episode has seed ``seed + k * n + i`` (modulo ``seed_limit`` when one is given: a
+trainer keeps below its held-out seeds) and scenario ``scenarios[i % len]``:
 reproducible whatever the order they end in. ``threads`` > 1 splits the batch into
 that many slices stepped at once (the kernels release the GIL); handing the slices
 to threads costs tens of microseconds a step, so it pays only for batches of a few
@@ -120,9 +121,15 @@ class Batch:
         seed: int = 0,
         config: SimConfig | None = None,
         threads: int = 1,
+        seed_limit: int | None = None,
     ) -> None:
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
             raise ValueError(f"n must be a positive integer, got {n!r}")
+        if seed_limit is not None and (
+            not isinstance(seed_limit, int) or seed_limit < n
+        ):
+            raise ValueError(f"seed_limit must be an integer >= n, got {seed_limit!r}")
+        self.seed_limit = seed_limit
         if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
             raise ValueError(f"threads must be a positive integer, got {threads!r}")
         self.config = config or SimConfig()
@@ -158,7 +165,8 @@ class Batch:
     def seed_of(self, i: int, k: int | None = None) -> int:
         """The seed of env ``i``'s ``k``-th episode (its current one by default)."""
         k = int(self.episode[i]) if k is None else k
-        return self.base_seed + k * self.n + i
+        seed = self.base_seed + k * self.n + i
+        return seed if self.seed_limit is None else seed % self.seed_limit
 
     def reset(self, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
         """Every env starts its first episode (seeds ``seed`` .. ``seed + n - 1``);

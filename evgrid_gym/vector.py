@@ -4,7 +4,8 @@ All ``num_envs`` episodes step in one compiled call (``evgrid_core.batch.Batch``
 the same observation vectors, action indices, masks and rewards as ``num_envs``
 copies of ``EVGridGymEnv``, bit for bit, without a Python loop over the envs.
 
-- ``reset(seed=s)``: env i plays seed s + i; its k-th episode seed s + k * n + i.
+- ``reset(seed=s)``: env i plays seed s + i; its k-th episode seed s + k * n + i
+  (modulo ``seed_limit``, if given: training stays below the held-out seeds).
 - ``step(actions)``: ``(obs, rewards, terminations, truncations, infos)``; an episode
   that ends restarts in the same step (``autoreset_mode`` SAME_STEP: the row holds
   the next episode's first observation; an episode ends only by termination, so
@@ -51,8 +52,10 @@ class EVGridVectorEnv(VectorEnv):
         *,
         config: SimConfig | None = None,
         threads: int = 1,
+        seed_limit: int | None = None,
     ) -> None:
-        self.batch = Batch(num_envs, scenarios, config=config, threads=threads)
+        self.batch = Batch(num_envs, scenarios, config=config, threads=threads,
+                           seed_limit=seed_limit)  # fmt: skip
         self.num_envs = num_envs
         self.single_observation_space = spaces.Box(
             OBS_LOW, OBS_HIGH, shape=(OBS_SIZE,), dtype=np.float32
@@ -70,6 +73,8 @@ class EVGridVectorEnv(VectorEnv):
             )
         if seed is None:
             seed = int(np.random.SeedSequence().generate_state(1)[0] >> 1)
+            if self.batch.seed_limit is not None:
+                seed %= self.batch.seed_limit
         obs, mask = self.batch.reset(int(seed))
         return obs.copy(), {"action_mask": mask.copy()}
 

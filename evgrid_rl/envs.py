@@ -76,6 +76,7 @@ def make_vector_env(config: dict[str, Any] | None = None):  # noqa: ANN201
         int(config.get("num_envs", 1)),
         list(config.get("scenarios", ["evening_peak"])),
         threads=int(config.get("threads", 1)),
+        seed_limit=HELDOUT_FIRST_SEED,  # never an evaluation seed
     )
 
 

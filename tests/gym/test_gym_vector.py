@@ -152,6 +152,18 @@ def test_same_seed_same_batch_and_threads_change_nothing() -> None:
     assert data_equivalence(a, b) and data_equivalence(a, c)
 
 
+def test_seeds_stay_below_the_limit() -> None:
+    b = Batch(3, "evening_peak", seed=8, seed_limit=10)
+    assert [b.seed_of(i, k) for k in range(3) for i in range(3)] == [8, 9, 0, 1, 2, 3,
+                                                                     4, 5, 6]  # fmt: skip
+    venv = EVGridVectorEnv(2, seed_limit=50)
+    for _ in range(5):
+        venv.reset()
+        assert all(venv.batch.seed_of(i) < 50 for i in range(2))
+    with pytest.raises(ValueError, match="seed_limit"):
+        Batch(3, seed_limit=2)
+
+
 def test_bad_input_is_refused_with_a_message() -> None:
     with pytest.raises(ValueError, match="positive integer"):
         Batch(0)

@@ -9,7 +9,7 @@ from ray.rllib.algorithms.ppo import PPOConfig  # noqa: E402
 from ray.rllib.env.single_agent_env_runner import SingleAgentEnvRunner  # noqa: E402
 
 from evgrid_core.features import N_ACTIONS, OBS_SIZE  # noqa: E402
-from evgrid_rl.envs import make_vector_env  # noqa: E402
+from evgrid_rl.envs import HELDOUT_FIRST_SEED, make_vector_env  # noqa: E402
 
 
 def test_an_env_runner_samples_the_batch_as_one_vector_env() -> None:
@@ -26,6 +26,7 @@ def test_an_env_runner_samples_the_batch_as_one_vector_env() -> None:
     try:
         batch = runner.env.unwrapped.batch  # RLlib holds our batch, not 8 copies
         assert batch.n == 8
+        assert batch.seed_limit == HELDOUT_FIRST_SEED  # never an evaluation seed
         episodes = runner.sample(num_timesteps=400, random_actions=True)
         steps = sum(len(e) for e in episodes)
         assert steps >= 400
