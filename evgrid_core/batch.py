@@ -105,9 +105,8 @@ def step_envs(states, rules_list, rule_of, which, fresh: bool, actions, reward, 
                 total += parts[k]
             reward[i] = total
             done[i] = finished
-        encode_into(
-            st, rules, finished, obs[i], mask[i], scratch[:, : st.grid_util.size]
-        )
+        scratch_f = scratch[:, : st.grid_util.size]
+        encode_into(st, rules, finished, obs[i], mask[i], scratch_f, False)
 
 
 class Batch:

@@ -10,6 +10,7 @@ call (``ADVANCE``); another grid model's tick is several (``world.py``).
 from __future__ import annotations
 
 from . import decide, judge, ticks
+from .features import encode_into
 from .jit import kernel
 from .state import I_N_GAVE_UP_NOW, I_N_PENDING, I_N_PLUGGED, unpack, unpack_rules
 
@@ -78,3 +79,12 @@ def call(op: int, packed, packed_rules, parts, a: int, b: int, c: int) -> int:  
     if clock:
         ticks.advance_feeder_sum(st, rules, parts)
     return out
+
+
+@kernel
+def encode(
+    packed, packed_rules, done: bool, v, mask, scratch, forecast_given: bool
+) -> None:  # noqa: ANN001
+    """The RL view of the state: ``features.encode_into``'s vector and mask."""
+    encode_into(unpack(packed), unpack_rules(packed_rules), done, v, mask, scratch,
+                forecast_given)  # fmt: skip

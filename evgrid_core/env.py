@@ -32,6 +32,7 @@ from .actions import (
 )
 from .city import City, load_city
 from .config import SimConfig
+from .features import N_ACTIONS, OBS_SIZE
 from .fleet import CLASS_NAMES, ORIGIN_WEIGHT, Arrivals, draw_arrivals
 from .judge import A_DEFER, A_LOAD_SHIFT, A_ROUTE
 from .kpis import KPITracker
@@ -216,6 +217,16 @@ class EVGridEnv:
         """What the agent sees now: the request to decide and the city around it."""
         self._require()
         return build_observation(self.world, self.done)  # type: ignore[arg-type]
+
+    def features(self) -> tuple[np.ndarray, np.ndarray]:
+        """The fixed-size RL view now (``features.py``): the observation vector
+        (``OBS_SIZE`` float32) and the action mask (``N_ACTIONS`` bool), exactly what
+        ``evgrid_gym.encode_observation`` and ``action_mask`` make of
+        ``observation()`` (tested), in one compiled call without building it."""
+        self._require()
+        v, mask = np.empty(OBS_SIZE, dtype=np.float32), np.empty(N_ACTIONS, dtype=bool)
+        self.world.encode(self.done, v, mask)  # type: ignore[union-attr]
+        return v, mask
 
     def render_text(self) -> str:
         """The compact text observation an LLM reads (about 300 tokens)."""

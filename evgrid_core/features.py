@@ -76,10 +76,12 @@ def _put(v, i: int, x: float) -> None:  # noqa: ANN001
 
 
 @kernel(inline=True)
-def encode_into(st, rules, done: bool, v, mask, scratch) -> None:  # noqa: ANN001
+def encode_into(st, rules, done: bool, v, mask, scratch, forecast_given: bool) -> None:  # noqa: ANN001
     """The observation vector ``v`` (OBS_SIZE,) float32 and the action ``mask``
     (N_ACTIONS,) bool of the state now (``done``: the episode has ended, no request);
-    ``scratch`` (2, F) float64."""
+    ``scratch`` (2, F) float64. The feeders' forecast is the feeder sum's
+    (``grid.forecast_into``), or, ``forecast_given``, the grid model's, in
+    ``scratch[1]``."""
     n_ticks = rules.station_open.shape[0]
     tick = st.ints[I_TICK]
     t = min(tick, n_ticks - 1)
@@ -125,9 +127,11 @@ def encode_into(st, rules, done: bool, v, mask, scratch) -> None:  # noqa: ANN00
             mask[first : first + SHIFTS_PER_STATION] = True
         o += PER_STATION
     asked, forecast = scratch[0], scratch[1]
-    for f in range(N_FEEDERS):  # the asked load: carried and shed
-        asked[f] = st.grid_ev_kw[f] + st.grid_shed_kw[f]
-    forecast_into(st.background_kw, st.capacity_kw, asked, t, FORECAST_TICKS, forecast)
+    if not forecast_given:
+        for f in range(N_FEEDERS):  # the asked load: carried and shed
+            asked[f] = st.grid_ev_kw[f] + st.grid_shed_kw[f]
+        forecast_into(st.background_kw, st.capacity_kw, asked, t, FORECAST_TICKS,
+                      forecast)  # fmt: skip
     for f in range(N_FEEDERS):
         _put(v, o + 2 * f, st.grid_util[f])
         _put(v, o + 2 * f + 1, forecast[f])

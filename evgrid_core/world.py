@@ -18,6 +18,7 @@ import numpy as np
 
 from . import entry
 from .config import SimConfig
+from .features import FORECAST_TICKS
 from .fleet import Arrivals, EVLists
 from .grid import FeederSum, GridTick, make_grid_model
 from .reward import REWARD_KEYS, network_terms
@@ -298,6 +299,20 @@ class World:
             mask.flags.writeable = False
             view = self._view = (ev, mask, count)
         return view[1], view[2]
+
+    def encode(self, done: bool, v: np.ndarray, mask: np.ndarray) -> None:
+        """The RL view now into ``v`` (OBS_SIZE float32) and ``mask`` (N_ACTIONS
+        bool): ``features.encode_into``, with the grid model's own forecast unless
+        it is the feeder sum (whose rule the kernel holds)."""
+        scratch = np.zeros((2, len(self.tables.city.feeders)))
+        given = not self.fused
+        if given:
+            st = self.state
+            t = self._t()
+            scratch[1] = self.grid.forecast(
+                t, st.grid_ev_kw + st.grid_shed_kw, FORECAST_TICKS
+            )
+        entry.encode(self.packed, self.rules, bool(done), v, mask, scratch, given)
 
     def try_step(self, what: int, a: int, b: int, c: int, parts: np.ndarray) -> int:
         """Judge a decision and apply it if allowed (``judge.try_action``), then run

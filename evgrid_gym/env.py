@@ -112,7 +112,9 @@ def action_mask(obs: Observation) -> np.ndarray:
 
 
 class EVGridGymEnv(gym.Env):
-    """Gymnasium view of ``EVGridEnv``; same seed, same episode."""
+    """Gymnasium view of ``EVGridEnv``; same seed, same episode. Its vector and mask
+    come from the core's compiled ``features`` (equal to ``encode_observation`` and
+    ``action_mask`` of the observation, tested at every step)."""
 
     metadata = {"render_modes": ["ansi"]}
 
@@ -129,37 +131,28 @@ class EVGridGymEnv(gym.Env):
         self.observation_space = spaces.Box(
             OBS_LOW, OBS_HIGH, shape=(OBS_SIZE,), dtype=np.float32
         )
-        self._obs: Observation | None = None
+        self._mask: np.ndarray | None = None
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):  # noqa: ANN201
         super().reset(seed=seed)
         if seed is None:
             seed = int(self.np_random.integers(0, 2**31 - 1))
         scenario = (options or {}).get("scenario", self.scenario)
-        self._obs = self.core.reset(seed=seed, scenario=scenario)
-        return encode_observation(self._obs), self._info({})
+        self.core.reset(seed=seed, scenario=scenario)
+        obs, self._mask = self.core.features()  # = encode_observation, action_mask
+        return obs, {"action_mask": self._mask.copy()}
 
     def step(self, action: int):  # noqa: ANN201
-        assert self._obs is not None and self._obs.request is not None, (
-            "call reset() first"
-        )
-        res = self.core.step(decode_action(action, self._obs.request.id))
-        self._obs = self.core.observation()
-        return (
-            encode_observation(self._obs),
-            res.reward,
-            res.done,
-            False,
-            self._info(res.info),
-        )
+        ev = self.core.request_id if self._mask is not None else None
+        assert ev is not None, "call reset() first"
+        res = self.core.step(decode_action(action, ev))
+        obs, self._mask = self.core.features()
+        info = {**res.info, "action_mask": self._mask.copy()}
+        return obs, res.reward, res.done, False, info
 
     def action_masks(self) -> np.ndarray:
-        assert self._obs is not None
-        return action_mask(self._obs)
+        assert self._mask is not None, "call reset() first"
+        return self._mask.copy()
 
     def render(self) -> str | None:
         return self.core.render_text() if self.render_mode == "ansi" else None
-
-    def _info(self, info: dict[str, Any]) -> dict[str, Any]:
-        assert self._obs is not None
-        return {**info, "action_mask": action_mask(self._obs)}
