@@ -64,6 +64,10 @@ def test_eval_table() -> None:
         (["eval", "--scenario", "nope"], "unknown scenario 'nope'"),
         (["eval", "--episodes", "0"], "--episodes must be at least 1"),
         (["bench", "--scenario", "nope"], "unknown scenario"),
+        (
+            ["bench", "--sizes", "0"],
+            "--sizes, --threads and --seconds must be positive",
+        ),
     ],
 )
 def test_bad_input_is_a_clean_error(args: list[str], message: str) -> None:
@@ -74,10 +78,15 @@ def test_bad_input_is_a_clean_error(args: list[str], message: str) -> None:
 
 
 def test_bench_json_reports_every_figure() -> None:
-    out = json.loads(evgrid("bench", "--episodes", "2", "--json").stdout)
+    out = json.loads(evgrid("bench", "--episodes", "2", "--sizes", "1,3", "--threads", "1",
+                            "--seconds", "0.5", "--json").stdout)  # fmt: skip
     for key in ("ticks_per_s_core", "decisions_per_s_core", "ticks_per_s_with_policy", "reset_ms",
                 "episode_peak_python_mb"):  # fmt: skip
         assert out[key] > 0, key
+    assert [v["n"] for v in out["vector"]] == [1, 3]
+    for v in out["vector"]:
+        assert v["ticks_per_s"] > 0 and v["bytes_per_env"] > 1000
+    assert out["gym"]["decisions_per_s"] > out["gym"]["ticks_per_s"] > 0
     assert out["kernels"] == "compiled (numba)"  # the figures are the compiled core's
 
 
