@@ -70,14 +70,12 @@ class ScenarioTables:
     feeder_of: np.ndarray  # (S,) feeder index
     limit_kw: np.ndarray  # (S,) [kW]
     plugs: np.ndarray  # (S, K)
-    # The ROUTE rule's parts, (T, N, S) bool: the drive is within the dispatch
-    # radius; the station is open on arrival (an arrival after the end counts as open)
+    # The ROUTE rule's radius part, (T, N, S) bool: the drive is within the dispatch
+    # radius (``rules.route_problem`` names it when it fails)
     in_radius: np.ndarray
-    open_on_arrival: np.ndarray
     # (T, N, 4, S, K) bool: ``reachable``, the station has the kind, and an EV with
     # these inlets (KINDS_BY_INLET's row) takes it
     routable_by_inlet: np.ndarray
-    far_km: list[float]  # [node] [km] road distance to its farthest station
     # Python-list views of the same numbers, for scalar look-ups on the hot path.
     road_km_rows: list[list[float]]  # [node][station] [km]
     open_rows: list[list[bool]]  # [tick][station]
@@ -134,9 +132,7 @@ def _tables(
         limit_kw=np.array([st.limit_kw for st in city.stations]),
         plugs=plugs,
         in_radius=in_radius,
-        open_on_arrival=open_on_arrival,
         routable_by_inlet=routable[:, :, None] & KINDS_BY_INLET[:, None, :],
-        far_km=city.road_km.max(axis=1).tolist(),
         road_km_rows=city.road_km.tolist(),
         open_rows=is_open.tolist(),
         plugs_rows=[list(st.plugs) for st in city.stations],

@@ -319,7 +319,7 @@ class World:
         the clock if no request is left; its code (``judge.OK`` or why refused,
         nothing changed). The clock runs here only under the feeder sum: another
         grid model's caller runs ``advance`` itself."""
-        op = entry.STEP_ROUTE if type(self.grid) is FeederSum else entry.TRY_ROUTE
+        op = entry.STEP_ROUTE if self.fused else entry.TRY_ROUTE
         tick = self._tick
         code = self._call(op + what, parts, a, b, c)
         if self._tick != tick or self.finished:  # the clock ran
