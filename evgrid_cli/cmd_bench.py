@@ -186,36 +186,6 @@ def measure_vector(scenario: str, n: int, threads: int, seconds: float) -> dict:
     }
 
 
-def measure_gym(scenario: str, seconds: float) -> dict | None:
-    """``EVGridGymEnv`` (one env, the core's compiled vector and mask) stepped with
-    random valid actions for ``seconds``: ticks and decisions per second (None
-    without gymnasium)."""
-    try:
-        from evgrid_gym import EVGridGymEnv
-    except ImportError:
-        return None
-    import numpy as np
-
-    env = EVGridGymEnv(scenario)
-    rng = np.random.default_rng(0)
-    _, info = env.reset(seed=0)
-    ticks = steps = episodes = 0
-    clock = 0.0
-    while clock < seconds:
-        mask = info["action_mask"]  # none valid (an EV no action can serve): index 0
-        a = int((rng.random(mask.shape) * mask).argmax())
-        t0 = time.perf_counter()
-        _, _, done, _, info = env.step(a)
-        if done:
-            ticks += env.core.tick
-            episodes += 1
-            _, info = env.reset(seed=episodes)
-        clock += time.perf_counter() - t0
-        steps += 1
-    ticks += env.core.tick
-    return {"ticks_per_s": ticks / clock, "decisions_per_s": steps / clock}
-
-
 def run(args: argparse.Namespace) -> int:
     from evgrid_core import get_scenario
 
@@ -227,7 +197,6 @@ def run(args: argparse.Namespace) -> int:
     if any(x < 1 for x in sizes + threads) or args.seconds <= 0:
         raise ValueError("--sizes, --threads and --seconds must be positive")
     r = measure(args.episodes, args.scenario, args.policy)
-    r["gym"] = measure_gym(args.scenario, args.seconds)
     r["vector"] = [measure_vector(args.scenario, n, k, args.seconds)
                    for n in sizes for k in threads]  # fmt: skip
     if args.compile:
@@ -246,10 +215,6 @@ def run(args: argparse.Namespace) -> int:
           f"{r['decisions_per_s_with_policy']:>10,.0f} decisions/s")  # fmt: skip
     print(f"  reset: {r['reset_ms']:.3f} ms   peak memory: {r['episode_peak_python_mb']:.2f} MB "
           f"(one episode, Python heap), {r['process_peak_rss_mb']:.0f} MB process RSS")  # fmt: skip
-    if r["gym"]:
-        g = r["gym"]
-        print(f"  EVGridGymEnv, random valid actions (resets included): "
-              f"{g['ticks_per_s']:>10,.0f} ticks/s {g['decisions_per_s']:>10,.0f} decisions/s")  # fmt: skip
     if r["vector"]:
         print("  vector env (Batch: one compiled call per step, observations, masks and "
               "auto-resets included, random valid actions):")  # fmt: skip

@@ -61,5 +61,9 @@ def test_the_compiled_view_is_the_observations_encoding(grid: str) -> None:
             if done:
                 break
             mask = info["action_mask"]
-            a = int((rng.random(mask.shape) * mask).argmax()) if rng.random() > 0.05 else 0
+            a = (
+                int((rng.random(mask.shape) * mask).argmax())
+                if rng.random() > 0.05
+                else 0
+            )
             obs, _, done, _, info = env.step(a)
