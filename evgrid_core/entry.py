@@ -15,9 +15,9 @@ from .jit import kernel
 from .state import I_N_GAVE_UP_NOW, I_N_PENDING, I_N_PLUGGED, unpack, unpack_rules
 
 (ADVANCE, TICK_START, SETTLE_UNMET, REACH_AND_PLUG, CHARGE_ASK, CHARGE_SETTLE,
- CARRY_FEEDER_SUM, GRID_TERMS, WAIT_AND_PATIENCE, TICK_END, ROUTE, DEFER, LOAD_SHIFT,
+ CARRY_FEEDER_SUM, GRID_TERMS, WAIT_AND_PATIENCE, TICK_END, DEFER,
  STRAND, TRY_ROUTE, TRY_DEFER, TRY_SHIFT, STEP_ROUTE, STEP_DEFER, STEP_SHIFT,
- DEFER_CODE, SHIFT_CODE, REQUEST_VIEW) = range(23)  # fmt: skip
+ DEFER_CODE, SHIFT_CODE, REQUEST_VIEW) = range(21)  # fmt: skip
 # TRY_*: judge the action and apply it if allowed (``judge.try_action``); STEP_*: the
 # same after clearing the step's give-ups, then the clock's run (feeder sum only)
 # when no request is left. Both answer ``judge``'s code. REQUEST_VIEW: EV ``a``'s
@@ -51,12 +51,8 @@ def call(op: int, packed, packed_rules, parts, a: int, b: int, c: int) -> int:  
         ticks.wait_and_patience(st, rules, a, parts)
     elif op == TICK_END:
         ticks.tick_end(st)
-    elif op == ROUTE:
-        decide.route(st, rules, a, b, c, parts)
     elif op == DEFER:
         decide.defer(st, rules, a, b, parts)
-    elif op == LOAD_SHIFT:
-        decide.load_shift(st, rules, a, b, c, parts)
     elif op == STRAND:
         decide.strand(st, rules, a, parts)
     elif TRY_ROUTE <= op <= STEP_SHIFT:

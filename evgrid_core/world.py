@@ -264,17 +264,10 @@ class World:
             * self.evs.km_per_kwh[ev]
         )
 
-    # --- Decisions (``decide.py``; judged first by ``rules.validate_action``) ----------
-    def route(self, ev: int, station: int, kind: int, parts: np.ndarray) -> None:
-        self._call(entry.ROUTE, parts, ev, station, kind)
-
+    # --- Decisions (``decide.py``; a step judges and applies through ``try_step``) -----
+    # ``defer`` applies one unjudged: for probes that set up a state the rules forbid.
     def defer(self, ev: int, minutes: int, parts: np.ndarray) -> None:
         self._call(entry.DEFER, parts, ev, minutes)
-
-    def load_shift(
-        self, station: int, cap_pct: int, minutes: int, parts: np.ndarray
-    ) -> None:
-        self._call(entry.LOAD_SHIFT, parts, station, cap_pct, minutes)
 
     def strand(self, ev: int, parts: np.ndarray) -> None:
         """An invalid answer turns away the EV being decided."""
