@@ -20,8 +20,10 @@ class ACPowerFlow(NetworkGridModel):
         super().__init__(tables, background_kw)
         self.pp_net = PandapowerNet(self.network)
 
-    def solve(self, p_kw: np.ndarray, q_kvar: np.ndarray) -> NetworkState:
-        return self.pp_net.solve(p_kw, q_kvar)
+    def solve(
+        self, p_kw: np.ndarray, q_kvar: np.ndarray, tap: np.ndarray
+    ) -> NetworkState:
+        return self.pp_net.solve(p_kw, q_kvar, tap)
 
 
 register_grid_model("ac", ACPowerFlow)

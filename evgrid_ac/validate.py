@@ -28,7 +28,7 @@ RECORDING = "lindistflow_recording"
 class _Recording(LinDistFlow):
     """LinDistFlow that keeps every tick's bus loads and state (the last per tick)."""
 
-    log: dict[int, tuple[np.ndarray, np.ndarray, NetworkState]]
+    log: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, NetworkState]]
 
     def __init__(self, tables, background_kw) -> None:  # noqa: ANN001
         super().__init__(tables, background_kw)
@@ -39,9 +39,11 @@ class _Recording(LinDistFlow):
         self._tick = tick
         return super().carry(tick, station_kw)
 
-    def solve(self, p_kw: np.ndarray, q_kvar: np.ndarray) -> NetworkState:
-        state = super().solve(p_kw, q_kvar)
-        self.log[self._tick] = (p_kw.copy(), q_kvar.copy(), state)
+    def solve(
+        self, p_kw: np.ndarray, q_kvar: np.ndarray, tap: np.ndarray
+    ) -> NetworkState:
+        state = super().solve(p_kw, q_kvar, tap)
+        self.log[self._tick] = (p_kw.copy(), q_kvar.copy(), tap, state)
         return state
 
 
@@ -79,9 +81,9 @@ def compare(
     dv, dl, loss_lin, loss_ac, vmin, spent = [], [], 0.0, 0.0, np.inf, 0.0
     ticks = sorted(rec.log)[::every]
     for t in ticks:
-        p, q, lin = rec.log[t]
+        p, q, tap, lin = rec.log[t]
         t0 = time.perf_counter()
-        ref = ac.solve(p, q)
+        ref = ac.solve(p, q, tap)
         spent += time.perf_counter() - t0
         dv.append(np.abs(lin.vm_pu - ref.vm_pu))
         dl.append(np.abs(lin.loading - ref.loading))

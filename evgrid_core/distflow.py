@@ -9,6 +9,10 @@ branch b", the flows are ``P = D p`` and the squared voltages are
 network. Losses are estimated from those flows (``r (P^2 + Q^2) / v_parent^2``),
 loading as ``|S| / v_child`` against each branch's rating. Its error against the
 full AC power flow (``evgrid_ac``) is measured in ``docs/grid.md``.
+
+The substation transformers' on-load tap changers (``oltc.py``) set each feeder's
+source: at tap n every bus below the 66 kV slack starts from ``(1 + n step)^2``
+instead of 1, the 11 kV side's no-load voltage.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from functools import cached_property
 import numpy as np
 
 from .network import BASE_MVA, TRANSFORMER_LIMIT, Network
+from .oltc import tap_ratio
 
 
 def voltage_deficit(net: Network, vm_pu: np.ndarray) -> np.ndarray:
@@ -46,6 +51,7 @@ class NetworkState:
     flow_kva: np.ndarray  # (Br,) [kVA] apparent power into each branch (parent end)
     dt_kva: np.ndarray | None = None  # (S,) [kVA] DT ratings now; None: the network's
     background_deficit_pu: np.ndarray | None = None  # (B,) the background's alone
+    tap: np.ndarray | None = None  # (F,) each substation OLTC's tap (``oltc.py``)
 
     @cached_property
     def voltage_deficit_pu(self) -> np.ndarray:
@@ -73,6 +79,23 @@ class NetworkState:
         on = net.supply_bus
         np.minimum.at(out, net.bus_feeder[on], self.vm_pu[on])
         return out
+
+    @cached_property
+    def min_supply_bus(self) -> np.ndarray:
+        """(F,) each feeder's point of supply with the lowest voltage (bus index;
+        the first on a tie)."""
+        net = self.network
+        vm = np.where(net.supply_bus, self.vm_pu, np.inf)
+        out = np.zeros(net.n_feeders, dtype=np.int64)
+        for f in range(net.n_feeders):
+            out[f] = int(np.argmin(np.where(net.bus_feeder == f, vm, np.inf)))
+        return out
+
+    @cached_property
+    def min_supply_kv(self) -> np.ndarray:
+        """(F,) [kV] that bus's voltage: its p.u. times its nominal kV."""
+        kv = np.array([self.network.buses[b].vn_kv for b in self.min_supply_bus])
+        return self.vm_pu[self.min_supply_bus] * kv
 
     @cached_property
     def dt_rating_kva(self) -> np.ndarray:
@@ -143,18 +166,42 @@ class LinDistFlowSolver:
         self.parent = np.array([b.from_bus for b in network.branches])
         self.child = np.array([b.to_bus for b in network.branches])
         self.scale = 1.0 / (1000.0 * BASE_MVA)  # kW -> p.u.
+        self.head = network.feeder_head
+        self.below_slack = np.ones(n_bus, dtype=bool)
+        self.below_slack[list(network.slack)] = False
 
-    def solve(self, p_kw: np.ndarray, q_kvar: np.ndarray) -> NetworkState:
-        """The state with loads ``p_kw`` [kW], ``q_kvar`` [kvar] at every bus (B,)."""
+    def source_v2(self, tap: np.ndarray | None) -> np.ndarray | float:
+        """(B,) each bus's squared no-load voltage at the OLTCs' taps (F,): the
+        slack's 1, its feeder's ``tap_ratio^2`` below the substation; 1 if None."""
+        if tap is None:
+            return 1.0
+        ratio = tap_ratio(tap)[self.network.bus_feeder]
+        return np.where(self.below_slack, ratio * ratio, 1.0)
+
+    def head_drop(self, p_kw: np.ndarray, q_kvar: np.ndarray) -> np.ndarray:
+        """(..., F) [p.u.] how far each feeder's busbar's squared voltage falls
+        below its source's through the substation transformer, ``2 (r P + x Q)``
+        at the feeder's head, with loads ``p_kw``, ``q_kvar`` (..., B): what the
+        OLTC's regulator sees (``oltc.tap_schedule``)."""
+        D, h, s = self.D, self.head, self.scale
+        P, Q = p_kw @ D[h].T * s, q_kvar @ D[h].T * s
+        return 2.0 * (self.r[h] * P + self.x[h] * Q)
+
+    def solve(
+        self, p_kw: np.ndarray, q_kvar: np.ndarray, tap: np.ndarray | None = None
+    ) -> NetworkState:
+        """The state with loads ``p_kw`` [kW], ``q_kvar`` [kvar] at every bus (B,)
+        and the substation OLTCs at ``tap`` (F,) (None: the nominal tap 0)."""
         D, s = self.D, self.scale
         P, Q = D @ p_kw * s, D @ q_kvar * s  # (Br,) [p.u.] flows
-        v2 = 1.0 - 2.0 * ((self.r * P + self.x * Q) @ D)  # (B,) slack rows stay 1
+        # (B,) the slack rows stay 1: no branch lies above them
+        v2 = self.source_v2(tap) - 2.0 * ((self.r * P + self.x * Q) @ D)
         vm = np.sqrt(v2)
         S2 = P * P + Q * Q
         losses = self.r * S2 / v2[self.parent] / s
         flow = np.sqrt(S2)
         loading = flow / vm[self.child] / self.rating
-        return NetworkState(self.network, vm, loading, losses, flow / s)
+        return NetworkState(self.network, vm, loading, losses, flow / s, tap=tap)
 
     def deficit_sensitivity(self, kvar_per_kw: float) -> np.ndarray:
         """(B, S) [p.u. per kW] how much each bus's ``voltage_deficit_pu`` (before

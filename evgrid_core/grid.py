@@ -36,6 +36,7 @@ from .network import (
     station_injections,
     tan_phi,
 )
+from .oltc import tap_schedule
 from .plugins import entry_point_modules
 from .scenarios import Scenario, TransformerEvent
 from .tables import ScenarioTables
@@ -200,6 +201,11 @@ class NetworkGridModel:
     ratings (a scenario's ``TransformerEvent`` swaps one) and the voltage deficits
     of the background alone (solved once per tick when first asked), from which
     the reward charges what the EV load adds (``reward.network_terms``).
+
+    The substation OLTCs' taps (``tap``, (T, F)) are set once per episode by
+    ``oltc.tap_schedule`` from the background's drop through each substation
+    transformer (LinDistFlow's, whatever the solver: every model applies the same
+    taps), and each tick is solved at its row.
     """
 
     def __init__(self, tables: ScenarioTables, background_kw: np.ndarray) -> None:
@@ -210,6 +216,9 @@ class NetworkGridModel:
             self.network, background_kw
         )
         self.n_ticks = len(background_kw)
+        self.tap = tap_schedule(
+            _solver(self.network).head_drop(self.background_p, self.background_q)
+        )
         self.dt_kva: np.ndarray | None = None  # (T, S) [kVA] when a DT is swapped
         self._background_deficit: dict[int, np.ndarray] = {}
 
@@ -222,7 +231,11 @@ class NetworkGridModel:
         table.flags.writeable = False
         self.dt_kva = table
 
-    def solve(self, p_kw: np.ndarray, q_kvar: np.ndarray) -> NetworkState:
+    def solve(
+        self, p_kw: np.ndarray, q_kvar: np.ndarray, tap: np.ndarray
+    ) -> NetworkState:
+        """The state with loads ``p_kw`` [kW], ``q_kvar`` [kvar] (B,) and the
+        substation OLTCs at ``tap`` (F,)."""
         raise NotImplementedError
 
     def background_deficit(self, tick: int) -> np.ndarray:
@@ -230,7 +243,7 @@ class NetworkGridModel:
         d = self._background_deficit.get(tick)
         if d is None:
             t = min(tick, self.n_ticks - 1)
-            state = self.solve(self.background_p[t], self.background_q[t])
+            state = self.solve(self.background_p[t], self.background_q[t], self.tap[t])
             d = self._background_deficit[tick] = state.voltage_deficit_pu
         return d
 
@@ -242,8 +255,9 @@ class NetworkGridModel:
         # network.bus_injections, with the background part computed per episode
         ev_p, ev_q = station_injections(self.network, carried)
         state = self.solve(
-            self.background_p[tick] + ev_p, self.background_q[tick] + ev_q
-        )
+            self.background_p[tick] + ev_p, self.background_q[tick] + ev_q,
+            self.tap[tick],
+        )  # fmt: skip
         state = replace(
             state,
             dt_kva=None if self.dt_kva is None else self.dt_kva[tick],
@@ -263,8 +277,10 @@ class LinDistFlow(NetworkGridModel):
         super().__init__(tables, background_kw)
         self.solver = _solver(self.network)
 
-    def solve(self, p_kw: np.ndarray, q_kvar: np.ndarray) -> NetworkState:
-        return self.solver.solve(p_kw, q_kvar)
+    def solve(
+        self, p_kw: np.ndarray, q_kvar: np.ndarray, tap: np.ndarray
+    ) -> NetworkState:
+        return self.solver.solve(p_kw, q_kvar, tap)
 
     def linear_limits(self) -> LinearLimits:
         """The voltage and DT limits as linear functions of the stations' kW: what
@@ -272,8 +288,10 @@ class LinDistFlow(NetworkGridModel):
         net = self.network
         base = np.array(
             [
-                voltage_deficit(net, self.solve(p, q).vm_pu)
-                for p, q in zip(self.background_p, self.background_q, strict=True)
+                voltage_deficit(net, self.solve(p, q, tap).vm_pu)
+                for p, q, tap in zip(
+                    self.background_p, self.background_q, self.tap, strict=True
+                )
             ]
         )
         dt = self.dt_kva

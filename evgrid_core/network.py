@@ -93,10 +93,10 @@ class TransformerType:
     vkr_percent: float  # [%] its resistive part (load losses at rated current)
 
 
-# 66/11 kV substation transformer: 12.5 MVA, 10 % impedance, 0.5 % load losses,
-# nominal tap (no on-load tap changer modelled) [A]: no KPTCL station data was
-# found. It carries this one feeder alone (the other feeders of a real station are
-# not modelled) [A].
+# 66/11 kV substation transformer: 12.5 MVA, 10 % impedance, 0.5 % load losses
+# [A]: no KPTCL station data was found. Its on-load tap changer and the rule that
+# sets it: ``oltc.py``. It carries this one feeder alone (the other feeders of a
+# real station are not modelled) [A].
 SUBSTATION_TRANSFORMER = TransformerType(
     "66/11 kV 12.5 MVA", 12500.0, 66.0, 11.0, 10.0, 0.5
 )
@@ -206,6 +206,7 @@ class Bus:
     vn_kv: float  # [kV] nominal voltage
     feeder: int  # index into city.FEEDERS (its island)
     kind: str  # "grid" (the slack), "substation", "locality", "tap" or "lv"
+    node: str = ""  # the locality (city.graph node) it sits at, for maps
 
 
 @dataclass(frozen=True, slots=True)
@@ -398,17 +399,17 @@ def build_network(city: City) -> Network:
     station_bus = np.zeros(city.n_stations, dtype=np.int64)
     station_branch = np.full(city.n_stations, -1, dtype=np.int64)
 
-    def bus(name: str, vn_kv: float, f: int, kind: str) -> int:
-        buses.append(Bus(name, vn_kv, f, kind))
+    def bus(name: str, vn_kv: float, f: int, kind: str, node: str) -> int:
+        buses.append(Bus(name, vn_kv, f, kind, node))
         return len(buses) - 1
 
     for f, feeder in enumerate(city.feeders):
         stations = [st for st in city.stations if st.feeder == f]
         nodes = list(dict.fromkeys(st.node for st in stations))
         root = substation_node(city, nodes)
-        grid = bus(f"F{feeder.id} 66 kV grid", 66.0, f, "grid")
+        grid = bus(f"F{feeder.id} 66 kV grid", 66.0, f, "grid", root)
         slack.append(grid)
-        hub = bus(f"F{feeder.id} {root} 11 kV", 11.0, f, "substation")
+        hub = bus(f"F{feeder.id} {root} 11 kV", 11.0, f, "substation", root)
         branches.append(
             Branch(
                 f"F{feeder.id} substation",
@@ -425,7 +426,7 @@ def build_network(city: City) -> Network:
             for a, b in zip(paths[n][:-1], paths[n][1:], strict=True):
                 if b in at:
                     continue
-                at[b] = bus(f"F{feeder.id} {b}", 11.0, f, "locality")
+                at[b] = bus(f"F{feeder.id} {b}", 11.0, f, "locality", b)
                 km = float(city.graph.edges[a, b]["km"])
                 branches.append(
                     Branch(f"F{feeder.id} {a} - {b}", at[a], at[b], km, trunk)
@@ -434,13 +435,13 @@ def build_network(city: City) -> Network:
         # Each station: an 11 kV tap and its distribution transformer (or HT).
         for st in stations:
             kva = dt_kva(st.limit_kw)
-            tap = bus(f"S{st.id} {st.name} 11 kV", 11.0, f, "tap")
+            tap = bus(f"S{st.id} {st.name} 11 kV", 11.0, f, "tap", st.node)
             lateral = lateral_conductor(kva or st.limit_kw / EV_PF)
             branches.append(Branch(f"S{st.id} tap", at[st.node], tap, TAP_KM, lateral))
             if kva is None:
                 station_bus[st.id - 1] = tap
                 continue
-            lv = bus(f"S{st.id} {st.name} LV", LV_KV, f, "lv")
+            lv = bus(f"S{st.id} {st.name} LV", LV_KV, f, "lv", st.node)
             station_branch[st.id - 1] = len(branches)
             branches.append(
                 Branch(

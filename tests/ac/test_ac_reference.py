@@ -15,6 +15,7 @@ from evgrid_ac.validate import compare
 from evgrid_core import EVGridEnv, SimConfig
 from evgrid_core.distflow import LinDistFlowSolver
 from evgrid_core.network import city_network
+from evgrid_core.oltc import TAP_STEP_PU
 from evgrid_core.policies import ADVERSARIAL, make_policy
 from evgrid_core.rollout import play_episode, run_episode
 
@@ -69,10 +70,38 @@ def test_pandapower_matches_distflow_by_hand_on_three_buses() -> None:
     assert np.abs(lin.vm_pu - ac.vm_pu).max() < 0.001  # the linearisation's error
 
 
+def test_pandapower_applies_the_oltcs_tap_as_lindistflow_does() -> None:
+    # The probe's 66/11 kV transformer at tap n: no load, bus A at exactly
+    # 1 + n x 1.25 %; loaded, LinDistFlow at the same tap close to it.
+    net, solver = PandapowerNet(three_bus()), LinDistFlowSolver(three_bus())
+    for tap in (-2, 0, 3):
+        idle = net.solve(np.zeros(3), np.zeros(3), np.array([tap]))
+        want = 1 + tap * TAP_STEP_PU
+        assert idle.vm_pu.tolist() == pytest.approx([1.0, want, want], abs=1e-8)
+        p, q = np.array([0.0, 2000.0, 1000.0]), np.array([0.0, 500.0, 300.0])
+        ac, lin = net.solve(p, q, np.array([tap])), solver.solve(p, q, np.array([tap]))
+        # (the linearisation's error, a little larger at a raised tap: 0.0011 at 3)
+        assert np.abs(lin.vm_pu - ac.vm_pu).max() < 0.0015
+        assert ac.tap.tolist() == [tap]
+
+
+def test_the_ac_model_solves_each_tick_at_the_cores_taps() -> None:
+    env = EVGridEnv(SimConfig(grid="ac"))
+    env.reset(seed=0, scenario="evening_peak")
+    lin = EVGridEnv(SimConfig(grid="lindistflow"))
+    lin.reset(seed=0, scenario="evening_peak")
+    assert np.array_equal(env.world.grid.tap, lin.world.grid.tap)
+    assert np.array_equal(env.network.tap, lin.network.tap)
+    hub = [city_network().branches[h].to_bus for h in city_network().feeder_head]
+    # both busbars near the regulator's target (the AC one a little lower)
+    assert np.abs(env.network.vm_pu[hub] - lin.network.vm_pu[hub]).max() < 0.002
+
+
 def test_lindistflow_stays_close_to_pandapower_on_the_city() -> None:
     """The bounds docs/grid.md states, on every 4th tick of an evening peak."""
     e = compare("evening_peak", seed=0, every=4)
-    assert e.ticks == 12 and e.min_vm_ac < 0.9  # the long North feeder's tail
+    # the long North feeder's tail, near its floor with the OLTC at its tap
+    assert e.ticks == 12 and e.min_vm_ac < 0.915
     assert e.max_dv < 0.01 and e.mean_dv < 0.0025
     assert e.max_dloading < 0.025 and e.mean_dloading < 0.002
     assert 0.9 < e.losses_ratio < 0.97  # LinDistFlow's losses run a few % low

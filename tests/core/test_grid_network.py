@@ -136,8 +136,12 @@ def test_lindistflow_carries_the_feeder_sums_kw_bit_for_bit() -> None:
         # No station's plugs can load its own DT past its rating (dt_kva): only a
         # swapped DT overloads (dt_failure).
         assert kb.pop("transformer_overload_min") == 0.0
-        assert kb.pop("undervoltage_feeder_min") > 0.0 and kb.pop("losses_kwh") > 0.0
-        assert pb["undervoltage"] < 0.0  # the North feeder's tail (docs/grid.md)
+        assert kb.pop("losses_kwh") > 0.0
+        # The North feeder's tail dips below its floor in the fault's evening, not
+        # in the festival's midday (the OLTCs hold the busbars: docs/grid.md).
+        evening = scenario == "feeder_fault"
+        assert (kb.pop("undervoltage_feeder_min") > 0.0) == evening
+        assert (pb["undervoltage"] < 0.0) == evening
         network = sum(pb[k] for k in NETWORK_PARTS)
         assert kb.pop("return") == pytest.approx(ka.pop("return") + network, abs=1e-9)
         assert ka == kb
