@@ -32,6 +32,7 @@ from .actions import (
 )
 from .city import City, load_city
 from .config import SimConfig
+from .distflow import NetworkState
 from .features import N_ACTIONS, OBS_SIZE
 from .fleet import CLASS_NAMES, ORIGIN_WEIGHT, Arrivals, draw_arrivals
 from .judge import A_DEFER, A_LOAD_SHIFT, A_ROUTE
@@ -212,6 +213,13 @@ class EVGridEnv:
         self._require()
         pending = self.world.pending  # type: ignore[union-attr]
         return pending[0] + 1 if pending else None
+
+    @property
+    def network(self) -> NetworkState | None:
+        """The network's state in the last tick (every bus's voltage, the OLTCs'
+        taps, ...) under a network grid model; None under the feeder sum."""
+        self._require()
+        return self.world.grid_now.network  # type: ignore[union-attr]
 
     def observation(self) -> Observation:
         """What the agent sees now: the request to decide and the city around it."""

@@ -148,6 +148,7 @@ class Controller:
         """Snapshot the core's state (after each step); drawing reads only this."""
         self.state = self.env.state()
         self.obs = self.env.observation()
+        self.network = self.env.network  # bus voltages...; None: the feeder sum
         # The core's per-tick feeder utilisation; tick i is plotted at its end.
         history = self.env.kpis.feeder_util_history
         for i in range(len(self.feeder_history), len(history)):

@@ -19,6 +19,7 @@ from evgrid_core.observation import HT_FLOOR_PU
 from . import theme
 from .events import active_events
 from .sprites import sprite
+from .voltage import draw_voltage_block
 
 FULL = 1.2  # the bar spans 0..120 % of the limit
 VOLT_COLUMN = 42  # [px] the feeders' lowest voltage, network grid models only
@@ -73,6 +74,8 @@ class FeederRows:
         self.figures: dict[int, tuple[str, str, str]] = {}  # id -> (MW, %, EV)
         self.shed_text: dict[int, str] = {}  # id -> the shed line
         self.event_rects: dict[int, pygame.Rect] = {}  # id -> the event's tag
+        # id -> its lowest point of supply in kV, and where (network models only)
+        self.kv: dict[int, tuple[str, pygame.Rect]] = {}
 
     def _t(self, surf, s, pos, size=11, colour=theme.TEXT, bold=False) -> int:  # noqa: ANN001
         img = self.text.get(s, size, colour, bold)
@@ -145,6 +148,10 @@ class FeederRows:
                 self.shed_text[fid] = line
                 self._t(surf, line, (x + 12, y - 2), 10, theme.OVER)
                 y += 12
+        self.kv = {}
+        state = getattr(ctrl, "network", None)  # the network grid models only
+        if volts is not None and state is not None:
+            y, self.kv = draw_voltage_block(surf, self.text, state, x, y, w)
         return y
 
     def _bar(self, surf, ctrl, f, bar, colour, shed, event) -> None:  # noqa: ANN001

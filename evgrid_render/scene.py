@@ -15,6 +15,7 @@ from .basemap import fit_city, render_basemap
 from .layout import OverlaySpots, layout_map
 from .motion import RouteBook, ev_position
 from .sprites import sprite
+from .voltage import VoltageMap
 
 HIGHLIGHT_TICKS = 2.0  # a decision's route stays highlighted this many ticks
 
@@ -64,6 +65,13 @@ class MapLayer:
         self._station_images: dict[tuple, pygame.Surface] = {}
         self._station_nodes = {st.node for st in city.stations}
         self._ev_sprites: dict[int, pygame.Surface] = {}
+        self._voltage_map: VoltageMap | None = None  # built on the first network
+
+    def voltage_map(self, network) -> VoltageMap:  # noqa: ANN001
+        """The network's sections and buses on this map (built once)."""
+        if self._voltage_map is None:
+            self._voltage_map = VoltageMap(network, self.node_px)
+        return self._voltage_map
 
     def _draw_leaders(self, surf: pygame.Surface) -> None:
         """A thin line from a station to its name when the name sits apart."""
@@ -125,6 +133,9 @@ class MapLayer:
         clip = surf.get_clip()
         surf.set_clip(self.rect)
         minute = ctrl.display_minute
+        state = getattr(ctrl, "network", None)  # the network grid models only
+        if state is not None:  # the feeders' 11 kV lines by voltage, under the rest
+            self.voltage_map(state.network).draw(surf, state)
         self._draw_routes(surf, ctrl, minute)
         highlight = ctrl.choice.station if ctrl.manual else None
         dt = ctrl.obs.station_transformer_loading  # the network grid models only
