@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from numbers import Integral
 
 from .chargers import KIND_NAMES, N_KINDS, ChargerKind
@@ -117,7 +118,7 @@ def format_action(action: Action) -> str:
 def _text(action: Action) -> str:
     """``format_action`` once ``_has_text`` has said yes."""
     if isinstance(action, Route):
-        return f"ROUTE E{action.ev} S{action.station} {ChargerKind(action.kind).name}"
+        return f"ROUTE E{action.ev} S{action.station} {KIND_NAMES[action.kind]}"
     if isinstance(action, Defer):
         return f"DEFER E{action.ev} {action.minutes}"
     if isinstance(action, LoadShift):
@@ -218,6 +219,11 @@ def parse_action(text: object) -> Action | Invalid:
         return Invalid(
             repr(text)[:200], (f"expected a text line, got {type(text).__name__}",)
         )
+    return _parse_short(text) if len(text) <= 64 else _parse(text)
+
+
+def _parse(text: str) -> Action | Invalid:
+    """``parse_action`` of a ``str``."""
     line = text.strip()
     if not line:
         return Invalid(text[:200], ("empty action",))
@@ -239,6 +245,11 @@ def parse_action(text: object) -> Action | Invalid:
     if keyword == "DEFER":
         return Defer(int(g[0]), int(g[1]))
     return LoadShift(int(g[0]), int(g[1]), int(g[2]))
+
+
+# A policy writes the same few hundred lines again and again, and what a line parses
+# to is immutable (frozen dataclasses): the short ones are parsed once.
+_parse_short = lru_cache(maxsize=4096)(_parse)
 
 
 def usage(keyword: str) -> str:

@@ -15,8 +15,7 @@ Front ends ask the env (``validate``, ``city``, ``tick``, ``request_id``,
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -50,8 +49,10 @@ class EpisodeOverError(RuntimeError):
     """``step`` was called after the episode ended (or before ``reset``)."""
 
 
-@dataclass(frozen=True, slots=True)
-class StepResult:
+class StepResult(NamedTuple):
+    """What ``step`` returns (immutable): the reward, whether the episode has ended,
+    and the step's info."""
+
     reward: float
     done: bool
     info: dict[str, Any]
@@ -124,8 +125,10 @@ class EVGridEnv:
             raise EpisodeOverError(
                 "episode is over; call reset()" if w else "call reset() first"
             )
-        text = action if isinstance(action, str) else getattr(action, "text", None)
-        parsed = parse_action(action) if isinstance(action, str) else action
+        if type(action) is str:
+            text, parsed = action, parse_action(action)
+        else:  # the parser's Invalid keeps its text
+            text, parsed = getattr(action, "text", None), action
         first = w.pending[0]  # the request being decided
         parts = new_parts()
         if isinstance(parsed, Invalid):
@@ -151,21 +154,20 @@ class EVGridEnv:
         if not w.pending and not w.finished:  # the clock's run (the fused one ran)
             w.advance(parts, self.kpis)
         self.steps += 1
-        self.kpis.steps += 1
+        kpis = self.kpis
+        kpis.steps += 1
         self.done = w.finished
-        named = dict(zip(REWARD_KEYS, parts.tolist(), strict=True))
-        reward = float(sum(named.values()))
-        self.kpis.add_reward(reward, named)
+        values = parts.tolist()
+        reward = float(sum(values))  # the named parts' sum, in their order
+        kpis.add_reward(reward, parts)
         self.last_info = {
             "valid": ok,
             "reason": reason,
             "action": text if text is not None else describe_action(parsed),
             "ev": ev + 1,
-            "reward_parts": named,
+            "reward_parts": dict(zip(REWARD_KEYS, values, strict=False)),  # both 13
             "tick": w.tick,
-            "gave_up": [
-                i + 1 for i in w.gave_up_now
-            ],  # out of patience as the clock ran
+            "gave_up": [i + 1 for i in w.gave_up_now],  # out of patience, as it ran
         }
         return StepResult(reward, self.done, self.last_info)
 

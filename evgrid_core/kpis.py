@@ -106,7 +106,12 @@ class KPITracker:
         )
         self.dt_overload_ticks = 0  # station-ticks with a DT above its rating
         self.losses_kwh = 0.0  # [kWh] series losses of lines and transformers
-        self.parts_total = dict.fromkeys(REWARD_KEYS, 0.0)
+        self._parts = np.zeros(len(REWARD_KEYS))  # the reward parts so far
+
+    @property
+    def parts_total(self) -> dict[str, float]:
+        """The return so far by reward part (``REWARD_KEYS``)."""
+        return dict(zip(REWARD_KEYS, self._parts.tolist(), strict=True))
 
     @property
     def waits(self) -> list[float]:
@@ -131,10 +136,10 @@ class KPITracker:
         self.renewable_energy += renewable_kwh
         self.cost += cost_inr
 
-    def add_reward(self, reward: float, parts: Mapping[str, float]) -> None:
+    def add_reward(self, reward: float, parts: np.ndarray) -> None:
+        """One step's reward and its parts (``REWARD_KEYS``'s order)."""
         self.total_return += reward
-        for k, v in parts.items():
-            self.parts_total[k] += v
+        self._parts += parts
 
     # --- Summary ---------------------------------------------------------------------
     def waits_min(self) -> np.ndarray:

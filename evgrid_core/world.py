@@ -158,7 +158,8 @@ class World:
         many times a step; the kernels change them only through ``_call``)."""
         ints = self.state.ints
         self._tick = int(ints[I_TICK])
-        self._pending = self.state.pending[: ints[I_N_PENDING]].tolist()
+        n = ints[I_N_PENDING]
+        self._pending = self.state.pending[:n].tolist() if n else []
         self._view: tuple | None = None  # (ev, route mask, DEFER count), as asked
 
     finished = property(lambda self: bool(self.state.ints[I_FINISHED]))
@@ -198,7 +199,8 @@ class World:
     @property
     def gave_up_now(self) -> list[int]:
         """EVs that gave up since ``clear_gave_up``."""
-        return self.state.gave_up_now[: self.state.ints[I_N_GAVE_UP_NOW]].tolist()
+        n = self.state.ints[I_N_GAVE_UP_NOW]
+        return self.state.gave_up_now[:n].tolist() if n else []
 
     def clear_gave_up(self) -> None:
         self.state.ints[I_N_GAVE_UP_NOW] = 0
