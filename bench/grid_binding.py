@@ -5,8 +5,8 @@ thermal limit (the feeder's capacity), with and without the substation OLTCs.
 
 One episode is played under ``"lindistflow"``; at each feeder's most loaded tick it
 prints the load against the limit, the point of supply nearest its voltage floor
-(its voltage, its floor: 0.91 p.u. at 11 kV, 0.901 on a station's LV side), the
-OLTC's tap, the feeder's lowest voltage over the episode, and two headrooms: the MW the feeder can still carry
+(its voltage, its floor: 0.91 p.u. at 11 kV, 0.901 on a station's LV side, and its
+voltage with the background load alone), the OLTC's tap, the feeder's lowest voltage over the episode, and two headrooms: the MW the feeder can still carry
 before its capacity (thermal), and the extra EV MW, spread over its stations in
 proportion to their limits, before a point of supply reaches its floor (voltage,
 exact under LinDistFlow: the deficits are linear in the stations' kW). The smaller
@@ -67,10 +67,11 @@ def main() -> int:
     feeder_of = np.asarray(rec.feeders.feeder_of)
     print(f"{args.scenario}, seed {args.seed}, {args.policy}, "
           f"{'no OLTC (tap 0)' if args.no_oltc else 'OLTC'}: each feeder at its most loaded tick")  # fmt: skip
-    print("| feeder | tick | load / limit [MW] | V nearest its floor [p.u.] (floor) | tap "
+    print("| feeder | tick | load / limit [MW] | V nearest its floor [p.u.] (floor) "
+          "| same, background alone | tap "
           "| lowest V in the episode [p.u.] | thermal headroom [MW] "
           "| voltage headroom [MW] | binds first |")  # fmt: skip
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for f in range(net.n_feeders):
         t = max(ticks, key=lambda k: ticks[k].utilisation[f])
         g, n = ticks[t], ticks[t].network
@@ -83,9 +84,11 @@ def main() -> int:
         volt = max(float(np.min(-d[on] / per_kw[on])), 0.0)
         mine = net.supply_bus & (net.bus_feeder == f)
         b = int(np.argmin(np.where(mine, n.vm_pu - net.v_floor_pu, np.inf)))
+        alone = rec.solve(rec.background_p[t], rec.background_q[t], rec.tap[t])
         low = min(float(k.network.min_supply_vm_pu[f]) for k in ticks.values())
         print(f"| F{f + 1} | {t} | {load / 1e3:.2f} / {g.capacity_kw[f] / 1e3:.2f} "
-              f"| {n.vm_pu[b]:.3f} ({net.v_floor_pu[b]:.3f}) | {int(n.tap[f])} "
+              f"| {n.vm_pu[b]:.3f} ({net.v_floor_pu[b]:.3f}) | {alone.vm_pu[b]:.3f} "
+              f"| {int(n.tap[f])} "
               f"| {low:.3f} | {thermal / 1e3:.2f} | {volt / 1e3:.2f} "
               f"| {'voltage' if volt < thermal else 'thermal'} |")  # fmt: skip
     return 0

@@ -26,24 +26,28 @@ RECORDING = "lindistflow_recording"
 
 
 class _Recording(LinDistFlow):
-    """LinDistFlow that keeps every tick's bus loads and state (the last per tick)."""
+    """LinDistFlow that keeps every tick's bus loads and state: the solve of the
+    carried loads, the first in ``carry`` (the background's alone, which ``carry``
+    solves next for the reward, is not kept)."""
 
     log: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, NetworkState]]
 
     def __init__(self, tables, background_kw) -> None:  # noqa: ANN001
         super().__init__(tables, background_kw)
-        self.log, self._tick = {}, 0
+        self.log, self._tick, self._keep = {}, 0, False
         _Recording.last = self
 
     def carry(self, tick, station_kw):  # noqa: ANN001, ANN201
-        self._tick = tick
+        self._tick, self._keep = tick, True
         return super().carry(tick, station_kw)
 
     def solve(
         self, p_kw: np.ndarray, q_kvar: np.ndarray, tap: np.ndarray
     ) -> NetworkState:
         state = super().solve(p_kw, q_kvar, tap)
-        self.log[self._tick] = (p_kw.copy(), q_kvar.copy(), tap, state)
+        if self._keep:  # carry's first solve: the tick's carried loads
+            self.log[self._tick] = (p_kw.copy(), q_kvar.copy(), tap, state)
+            self._keep = False
         return state
 
 

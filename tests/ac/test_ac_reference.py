@@ -100,8 +100,7 @@ def test_the_ac_model_solves_each_tick_at_the_cores_taps() -> None:
 def test_lindistflow_stays_close_to_pandapower_on_the_city() -> None:
     """The bounds docs/grid.md states, on every 4th tick of an evening peak."""
     e = compare("evening_peak", seed=0, every=4)
-    # the long North feeder's tail, near its floor with the OLTC at its tap
-    assert e.ticks == 12 and e.min_vm_ac < 0.915
+    assert e.ticks == 12 and e.min_vm_ac < 0.9  # the long North feeder's tail
     assert e.max_dv < 0.01 and e.mean_dv < 0.0025
     assert e.max_dloading < 0.025 and e.mean_dloading < 0.002
     assert 0.9 < e.losses_ratio < 0.97  # LinDistFlow's losses run a few % low
