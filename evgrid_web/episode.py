@@ -30,6 +30,9 @@ from evgrid_core.candidates import candidates  # noqa: E402
 from evgrid_core.policies import BASELINES, make_policy, policy_names  # noqa: E402
 from evgrid_render.controller import Controller  # noqa: E402
 
+from .pace import CLICK_GRACE_S, Rate, RateMeter, StepQueue  # noqa: E402
+from .why_box import WhyBox  # noqa: E402
+
 FRAME_SIZE = (1280, 720)  # [px] the desktop view's default size
 FRAMES_PER_TICK = 5  # MP4 frames per 5-minute tick
 MP4_FPS = 15  # [frames/s] so a 48-tick episode is a 16 s film
@@ -179,6 +182,9 @@ class PageEpisode:
         self.playing = False
         self.speed = 2.0  # [ticks per second]
         self.verdict = ""  # the core's answer to the last manual line
+        self.steps = StepQueue()  # Step clicks waiting for their decision
+        self.meter = RateMeter()  # the rate really achieved while playing
+        self.why = WhyBox()  # the decision the "why" box explains
         self.last_seen = time.monotonic()  # [s] the tab's last request
         self._last_frame_at: float | None = None
         self._view = None  # the renderer, made on the first frame
@@ -210,14 +216,43 @@ class PageEpisode:
 
     # --- Playing ---------------------------------------------------------------------
     def play(self) -> None:
+        self.steps.clear()
+        self.meter.reset()
         self.ctrl.set_manual(False)
         self.ctrl.paused = False
         self.playing = True
         self._last_frame_at = None
 
     def pause(self) -> None:
+        """Stop playing, and forget the Step clicks still queued."""
+        self.steps.clear()
+        self._halt()
+
+    def _halt(self) -> None:
         self.ctrl.paused = True
         self.playing = False
+
+    def queue_step(self, now: float | None = None) -> bool:
+        """A Step click: queued for the next frames to decide, in order (False:
+        refused, the reason in ``steps.note``). Takes no lock of the episode's, so
+        a click is counted while a decision is being made."""
+        now = time.monotonic() if now is None else now
+        return self.steps.push(now, over=self.ctrl.done)
+
+    def rate(self) -> Rate | None:
+        """The ticks/s and decisions/s really achieved lately (None: not playing,
+        or not measured long enough yet)."""
+        return self.meter.rate() if self.playing else None
+
+    def timer_on(self, now: float | None = None) -> bool:
+        """Whether the tab should keep asking for frames: playing, Step clicks
+        queued, or a click just made (its answer may cross a frame's)."""
+        now = time.monotonic() if now is None else now
+        return (
+            self.playing
+            or self.steps.pending > 0
+            or now - self.steps.last_click < CLICK_GRACE_S
+        )
 
     def set_speed(self, speed: object) -> None:
         try:
@@ -229,10 +264,11 @@ class PageEpisode:
         self.speed = value
 
     def advance(self, now: float | None = None) -> None:
-        """One frame while playing: the display clock moves by the wall time since
-        the last frame (at ``speed`` ticks/s), then the decisions now due are made
-        (inline, as long as ``DECIDE_BUDGET_S`` lasts)."""
-        if not self.playing:
+        """One frame: a queued Step click's decision, if one waits; else, while
+        playing, the display clock moves by the wall time since the last frame (at
+        ``speed`` ticks/s), then the decisions now due are made (inline, as long
+        as ``DECIDE_BUDGET_S`` lasts), and the rate achieved is sampled."""
+        if self.step_queued() or not self.playing:
             return
         now = time.monotonic() if now is None else now
         gap = 0.0 if self._last_frame_at is None else now - self._last_frame_at
@@ -249,11 +285,21 @@ class PageEpisode:
             self.playing = False
         if self.done:
             self.playing = False
+        self.meter.sample(now, ctrl.display_minute / ctrl.tick_minutes, ctrl.env.steps)
+
+    def step_queued(self) -> bool:
+        """The oldest queued Step click's decision, if one waits."""
+        if not self.steps.take():
+            return False
+        self.step_once()
+        if self.ctrl.done or self.ctrl.message:  # nothing more to step
+            self.steps.clear()
+        return True
 
     def step_once(self) -> None:
         """One decision now (paused afterwards), and the clock shown catches up."""
         ctrl = self.ctrl
-        self.pause()
+        self._halt()
         if ctrl.done:
             ctrl.display_minute = ctrl.end_minute
             return
@@ -272,7 +318,7 @@ class PageEpisode:
     def submit(self, line: object) -> tuple[bool, str]:
         """Validate one typed line with the core; apply it only when valid."""
         ctrl = self.ctrl
-        self.pause()
+        self._halt()  # Step clicks still queued are decided after this line
         if ctrl.done:
             self.verdict = "refused: the episode is over"
             return False, self.verdict

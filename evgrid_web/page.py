@@ -34,16 +34,18 @@ from .episode import (
     plain_text,
 )
 from .sessions import PageFull, TabSessions
-from .text import decisions_md, feeders_md, kpis_md, status_html
+from .text import decisions_md, feeders_md, kpis_md, queue_html, status_html
+from .why_box import NO_WHY
 
 FRAME_INTERVAL_S = 0.1  # [s] the timer asking for the next frame while playing
 TITLE = "EV Grid Oracle — Bengaluru"
 INTRO = (
     "A deterministic Bengaluru EV-charging simulator: 25 stations on six BESCOM "
     "11 kV feeders. Pick a scenario, a policy and a seed, press **Start**, then "
-    "**Play** or **Step** (one decision). Type an action line to play by hand: the "
-    "core validates it and says why when it refuses. Trainers use the OpenEnv "
-    "server's WebSocket `/ws` on this same address."
+    "**Play** or **Step** (one decision a click; clicks wait their turn). **Why** "
+    "shows the options a decision had and what greedy_eta would have chosen. Type "
+    "an action line to play by hand: the core validates it and says why when it "
+    "refuses. Trainers use the OpenEnv server's WebSocket `/ws` on this same address."
 )
 CSS = "#evgrid-frame img {width: 100%; height: auto; display: block;}"
 NO_EPISODE = "press Start to begin an episode in this tab"
@@ -92,6 +94,9 @@ def build_page(sessions: TabSessions | None = None) -> gr.Blocks:
                 message_html(message),
                 gr.Timer(active=False),
                 key_out,
+                queue_html(None),
+                gr.update(choices=[], value=None),
+                NO_WHY,
             )
         with ep.lock:
             ep.touch()
@@ -104,9 +109,21 @@ def build_page(sessions: TabSessions | None = None) -> gr.Blocks:
                 kpis_md(ep),
                 gr.update(choices=lines, value=None),
                 message_html(message or ep.verdict),
-                gr.Timer(active=ep.playing),
+                gr.Timer(active=ep.timer_on()),
                 key_out,
+                queue_html(ep),
+                why_choices(ep),
+                ep.why.html(ep.ctrl),
             )
+
+    def why_choices(ep: PageEpisode) -> Any:
+        """The why picker's decisions (sent only when they changed: a list the
+        user has open is not rebuilt under them each frame)."""
+        pairs, value = ep.why.choices(ep.ctrl)
+        if (pairs, value) == ep.why.sent:
+            return gr.skip()
+        ep.why.sent = (pairs, value)
+        return gr.update(choices=pairs, value=value)
 
     def start(key, scenario, policy, seed, request: gr.Request):  # noqa: ANN001, ANN202
         tab = tab_of(request)
@@ -132,20 +149,50 @@ def build_page(sessions: TabSessions | None = None) -> gr.Blocks:
                         ep.play()
                     elif name == "pause":
                         ep.pause()
-                    elif name == "step":
-                        ep.step_once()
             except InputError as e:
                 return view(ep, str(e))
             return view(ep, "")
 
         return handler
 
+    def queue_only(ep: PageEpisode) -> tuple[Any, ...]:
+        """Every output left as it is but the Step queue's (no lock needed), the
+        timer kept asking for frames while clicks wait."""
+        out: list[Any] = [gr.skip() for _ in outputs]
+        out[outputs.index(queue_box)] = queue_html(ep)
+        out[outputs.index(timer)] = gr.Timer(active=ep.timer_on())
+        return tuple(out)
+
+    def step(key, speed, request: gr.Request):  # noqa: ANN001, ANN202
+        """A Step click, counted at once: decided now when the tab is idle, else
+        queued (a decision holds the episode) for the next frames to decide in
+        order, the queue's length shown; refused with the reason past its limit."""
+        ep = sessions.get(tab_of(request), key)
+        if ep is None:
+            return view(None)
+        if not ep.queue_step() or not ep.lock.acquire(blocking=False):
+            return queue_only(ep)
+        try:
+            ep.step_queued()
+        finally:
+            ep.lock.release()
+        return view(ep, "")
+
+    def pick_why(key, value, request: gr.Request):  # noqa: ANN001, ANN202
+        ep = sessions.get(tab_of(request), key)
+        if ep is None:
+            return NO_WHY
+        with ep.lock:
+            ep.why.choose(ep.ctrl, value)
+            ep.why.sent = None  # the picker's value changed in the browser
+            return ep.why.html(ep.ctrl)
+
     def tick(key, speed, request: gr.Request):  # noqa: ANN001, ANN202
         ep = sessions.get(tab_of(request), key)
         if ep is None:
             return view(None)
         if not ep.lock.acquire(blocking=False):  # a click of this tab is running
-            return tuple(gr.skip() for _ in outputs)
+            return queue_only(ep)
         try:
             with contextlib.suppress(InputError):  # a bad speed: the last good one
                 ep.set_speed(speed)
@@ -196,10 +243,20 @@ def build_page(sessions: TabSessions | None = None) -> gr.Blocks:
                 [str(s) for s in SPEEDS], value="2.0", label="ticks per second",
                 elem_id="evgrid-speed",
             )  # fmt: skip
+        queue_box = gr.HTML(queue_html(None), elem_id="evgrid-queue-box")
         key = gr.Textbox(visible=False, elem_id="evgrid-key")  # from Start
         message = gr.HTML(message_html(""), elem_id="evgrid-message")
         status = gr.HTML(NO_EPISODE_HTML, elem_id="evgrid-status-box")
         frame = gr.HTML(_frame_html(None), elem_id="evgrid-frame-box")
+        with gr.Row():
+            with gr.Column(scale=1):
+                gr.Markdown("### Why this decision")
+                why_pick = gr.Dropdown(
+                    [], label="decision (the latest unless you pick one)",
+                    elem_id="evgrid-why-pick",
+                )  # fmt: skip
+            with gr.Column(scale=3):
+                why_box = gr.HTML(NO_WHY, elem_id="evgrid-why-box")
         with gr.Row():
             with gr.Column():
                 gr.Markdown("### Manual play")
@@ -225,6 +282,7 @@ def build_page(sessions: TabSessions | None = None) -> gr.Blocks:
                 mp4_note = gr.Markdown(elem_id="evgrid-mp4-note")
         timer = gr.Timer(FRAME_INTERVAL_S, active=False)
         outputs = [frame, status, feeders, decisions, kpis, valid, message, timer, key]
+        outputs += [queue_box, why_pick, why_box]
         # preprocess=False: the handlers judge the raw inputs (see the docstring).
         limit = {
             "concurrency_limit": sessions.max_tabs,
@@ -234,7 +292,9 @@ def build_page(sessions: TabSessions | None = None) -> gr.Blocks:
         start_btn.click(start, [key, scenario, policy, seed], outputs, **limit)
         play_btn.click(command("play"), [key, speed], outputs, **limit)
         pause_btn.click(command("pause"), [key, speed], outputs, **limit)
-        step_btn.click(command("step"), [key, speed], outputs, **limit)
+        # Every click counts ("once" would drop clicks while one is pending).
+        step_btn.click(step, [key, speed], outputs, trigger_mode="multiple", **limit)
+        why_pick.input(pick_why, [key, why_pick], [why_box], **limit)
         timer.tick(tick, [key, speed], outputs, **limit)
         send_btn.click(submit, [key, line], outputs, **limit)
         line.submit(submit, [key, line], outputs, **limit)

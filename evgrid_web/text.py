@@ -12,6 +12,7 @@ from evgrid_core import get_scenario
 from evgrid_render.panel import KPI_ROWS, display_clock, util_label
 
 from .episode import PageEpisode
+from .pace import lagging
 
 
 def status_html(ep: PageEpisode) -> str:
@@ -30,8 +31,43 @@ def status_html(ep: PageEpisode) -> str:
         f'<span id="evgrid-decisions">{c.env.steps} decisions</span> · '
         f"{escape(c.policy_name)} · {escape(title)}, seed {ep.seed} · "
         f'<span id="evgrid-mode">{mode}</span>'
+        f"{rate_html(ep)}"
         "</div>"
     )
+
+
+def rate_html(ep: PageEpisode) -> str:
+    """While playing: the speed asked for, the ticks/s and decisions/s really
+    achieved over the last seconds, and "lagging" when they fall short."""
+    if not ep.playing:
+        return ""
+    asked = f"asked {ep.speed:g} ticks/s"
+    rate = ep.rate()
+    if rate is None:
+        return f'<br><span id="evgrid-rate">{asked} · real: measuring…</span>'
+    lag = (
+        ' · <b id="evgrid-lagging" style="color:#d33">lagging</b>'
+        if lagging(rate, ep.speed)
+        else ""
+    )
+    return (
+        f'<br><span id="evgrid-rate">{asked} · real '
+        f'<span id="evgrid-real-ticks">{rate.ticks_per_s:.2f}</span> ticks/s, '
+        f'<span id="evgrid-real-decisions">{rate.decisions_per_s:.2f}</span> '
+        f"decisions/s over the last {rate.span_s:.0f} s{lag}</span>"
+    )
+
+
+def queue_html(ep: PageEpisode | None) -> str:
+    """The Step clicks still queued, or why the last one was refused."""
+    bits = []
+    if ep is not None:
+        n = ep.steps.pending
+        if n:
+            bits.append(f"{n} Step click{'s' if n > 1 else ''} queued")
+        if ep.steps.note:
+            bits.append(escape(ep.steps.note))
+    return f'<div id="evgrid-queue">{" · ".join(bits)}</div>'
 
 
 def feeders_md(ep: PageEpisode) -> str:

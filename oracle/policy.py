@@ -250,6 +250,10 @@ class GGUFPolicy:
                     if not options.lines:
                         raise LookupError("no ROUTE or DEFER is valid for this request")
                     prompt, gbnf = options.text, lines_grammar(options.letters)
+                    # What it was offered, for a viewer ("why", evgrid_render.why).
+                    debug["options"] = list(
+                        zip(options.letters, options.lines, strict=True)
+                    )
                 else:
                     prompt = build_prompt(obs, self.max_stations)
                     gbnf = step_grammar(obs, load_shift=self.load_shift)

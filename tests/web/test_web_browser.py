@@ -222,3 +222,85 @@ def test_a_whole_oracle_episode_and_its_mp4(web_url, browser, tmp_path):
     assert frames == 48 * FRAMES_PER_TICK
     expect_text(page, "#evgrid-mp4-note", f"MP4: {frames} frames")
     page.close()
+
+
+# --- Issue 34 items 5 and 9: every Step click, the real rate, why -----------------------
+def queue_text(page) -> str:  # noqa: ANN001
+    return text(page, "#evgrid-queue") if page.query_selector("#evgrid-queue") else ""
+
+
+def test_three_quick_step_clicks_make_three_decisions_and_why_in_a_browser(
+    web_url, browser
+):
+    page = open_page(browser, web_url)
+    start(page, "nearest", 4)
+    for _ in range(3):  # as fast as Playwright clicks: none waits for an answer
+        page.click("#evgrid-step")
+    until(lambda: decisions(page) == 3, 60, "three decisions")
+    time.sleep(1.0)  # a fourth would have landed by now
+    assert decisions(page) == 3 and "queued" not in queue_text(page)
+    # The why box: the latest decision, its options, the one chosen, greedy_eta.
+    head = expect_text(page, "#evgrid-why-head", "#3 ")
+    assert "nearest chose" in head
+    rows = page.locator("#evgrid-why-options tbody tr")
+    assert rows.count() >= 2
+    chosen = page.locator("#evgrid-why-options tr.evgrid-why-chosen")
+    assert chosen.count() == 1 and "◀ chosen" in chosen.inner_text()
+    assert chosen.get_attribute("data-line") in head  # the action applied
+    assert " MW" in rows.first.inner_text()
+    expect_text(page, "#evgrid-why-greedy", "greedy_eta would have answered")
+    # Another decision picked from the log: the box explains that one.
+    page.click("#evgrid-why-pick input")
+    page.click('[role=option][aria-label^="#1 "]')
+    expect_text(page, "#evgrid-why-head", "#1 ")
+    page.close()
+
+
+def test_the_real_rate_shows_beside_the_speed_asked_in_a_browser(web_url, browser):
+    page = open_page(browser, web_url)
+    start(page, "nearest", 6)
+    page.click('#evgrid-speed input[value="8.0"]')
+    page.click("#evgrid-play")
+    shown = expect_text(page, "#evgrid-rate", " decisions/s over the last ")
+    assert shown.startswith("asked 8 ticks/s · real ")
+    ticks = float(shown.split("real ")[1].split()[0])
+    assert ("lagging" in shown) == (ticks < 0.9 * 8)
+    page.click("#evgrid-pause")
+    expect_text(page, "#evgrid-mode", "paused")
+    until(lambda: not page.query_selector("#evgrid-rate"), 10, "the rate to go")
+    page.close()
+
+
+def test_oracle_step_clicks_queue_its_letters_and_its_lag_in_a_browser(
+    web_url, browser
+):
+    """With the Oracle (a decision takes most of a second here): clicks made while
+    one is decided wait in a queue the page shows, and each is decided; the why
+    box lists the letters it was offered, its answer's marked; played at 8
+    ticks/s it cannot keep up, and the page says so."""
+    from evgrid_web.episode import page_policies
+
+    if "oracle" not in page_policies():
+        pytest.skip("the Oracle needs llama-cpp-python (the oracle extra)")
+    page = open_page(browser, web_url)
+    start(page, "oracle", 3, scenario="feeder_fault")
+    for _ in range(3):
+        page.click("#evgrid-step")
+    until(lambda: "queued" in queue_text(page), 30, "the queue to show")
+    until(lambda: decisions(page) == 3, 120, "three decisions")
+    time.sleep(2.0)
+    assert decisions(page) == 3 and "queued" not in queue_text(page)
+    listing = text(page, "#evgrid-decisions-list")
+    letter = re.search(r"raw (\S+) · \d+ ms", listing).group(1)  # the newest
+    head = expect_text(page, "#evgrid-why-head", "#3 ")
+    assert f"oracle chose {letter}: " in head
+    chosen = page.locator("#evgrid-why-options tr.evgrid-why-chosen td").first
+    assert chosen.inner_text().strip() == letter
+    letters = page.locator("#evgrid-why-options tbody tr td:first-child")
+    assert [t.strip() for t in letters.all_inner_texts()][:2] == ["A", "B"]
+    page.click('#evgrid-speed input[value="8.0"]')
+    page.click("#evgrid-play")
+    shown = expect_text(page, "#evgrid-rate", "lagging", timeout_s=60)
+    assert shown.startswith("asked 8 ticks/s · real ")
+    page.click("#evgrid-pause")
+    page.close()
