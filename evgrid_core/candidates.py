@@ -14,6 +14,7 @@ for missing values.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -22,6 +23,7 @@ from .config import DEFAULTS
 from .observation import Observation
 from .policies import TYPICAL_SESSION_MIN, _plug_kw, charge_minutes, expected_wait
 
+_KIND = tuple(sorted(ChargerKind, key=int))  # ChargerKind(k) without the enum call
 NA = -1.0  # a feature that does not apply to this candidate
 
 # The request's and the tick's numbers: the same for every candidate of a decision.
@@ -91,10 +93,21 @@ N_CONTEXT = len(CONTEXT_FEATURES)
 
 @dataclass(frozen=True)
 class Candidates:
-    """The valid answers to one request: actions, their text, their feature rows."""
+    """The valid answers to one request: actions, their text, their feature rows.
 
-    actions: tuple[Action, ...]
+    The actions are made when first asked for (``distilled`` needs one of ~50)."""
+
     features: np.ndarray  # (n, len(FEATURES)) float64
+    ev: int = 0  # the request's EV id
+    stations: tuple[int, ...] = ()  # the ROUTEs' (index), then their kinds
+    kinds: tuple[int, ...] = ()
+    defers: tuple[int, ...] = ()  # [min] the DEFERs
+
+    @cached_property
+    def actions(self) -> tuple[Action, ...]:
+        routes = [Route(self.ev, s + 1, _KIND[k])
+                  for s, k in zip(self.stations, self.kinds, strict=True)]  # fmt: skip
+        return (*routes, *(Defer(self.ev, m) for m in self.defers))
 
     @property
     def lines(self) -> list[str]:
@@ -116,14 +129,14 @@ class Candidates:
         return (self.column("is_defer") == 0.0) & (plug_in > self.column("slack_min"))
 
     def __len__(self) -> int:
-        return len(self.actions)
+        return len(self.features)
 
 
 def candidates(obs: Observation) -> Candidates:
     """Every valid ROUTE and DEFER of the request (none when there is no request)."""
     r = obs.request
     if r is None or obs.done:
-        return Candidates((), np.zeros((0, len(FEATURES))))
+        return Candidates(np.zeros((0, len(FEATURES))))
     mask = obs.route_mask
     st, kd = np.nonzero(mask)  # row-major: by station, then kind
     n_route, defers = len(st), obs.defer_options
@@ -221,12 +234,7 @@ def candidates(obs: Observation) -> Candidates:
     if defers:
         X[n_route:, c["is_defer"]] = 1.0
         X[n_route:, c["defer_min"]] = defers
-    actions: list[Action] = [
-        Route(r.id, int(s) + 1, ChargerKind(int(k)))
-        for s, k in zip(st, kd, strict=True)
-    ]
-    actions += [Defer(r.id, m) for m in defers]
-    return Candidates(tuple(actions), X)
+    return Candidates(X, r.id, tuple(st.tolist()), tuple(kd.tolist()), tuple(defers))
 
 
 def _excess(v: np.ndarray) -> np.ndarray:

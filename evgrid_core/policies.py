@@ -21,6 +21,7 @@ from .actions import Action, ChargerKind, Defer, LoadShift, Route
 from .chargers import CHARGER_KW, CHARGERS, N_KINDS, vehicle_kw
 from .charging import plug_kw
 from .config import DEFAULTS
+from .jit import kernel
 from .observation import EVRequest, Observation
 from .plugins import entry_point_modules
 
@@ -42,35 +43,93 @@ FASTEST_FIRST = np.argsort(np.argsort(-CHARGER_KW)).astype(float)  # (K,) 0 = fa
 
 def _plug_kw(r: EVRequest) -> np.ndarray:
     """(K,) [kW] what the request's EV would draw from each charger kind (0: cannot)."""
-    return np.array([plug_kw(k, r.max_ac_kw, r.max_dc_kw) for k in range(N_KINDS)])
+    out = np.empty(N_KINDS)
+    _plug_kws(float(r.max_ac_kw), float(r.max_dc_kw), out)
+    return out
+
+
+@kernel
+def _plug_kws(max_ac_kw: float, max_dc_kw: float, out) -> None:  # noqa: ANN001
+    for k in range(out.size):
+        out[k] = plug_kw(k, max_ac_kw, max_dc_kw)
+
+
+# The estimates are kernels over the observation's arrays: a policy acts at every
+# decision, and a dozen numpy calls on 25 x 3 arrays cost more than the step itself.
+@kernel(inline=True)
+def _wait_min(plugs: int, busy: int, queue: int, typical: float) -> float:
+    """[min] queue wait at arrival at one charger kind of a station: zero with a
+    free plug, else a share of a session; inf where the kind has no plug."""
+    if plugs <= 0:
+        return np.inf
+    ahead = max(0, queue - (plugs - busy) + 1)
+    return ahead * typical / max(plugs, 1)
+
+
+@kernel(inline=True)
+def _charge_min(kw: float, kwh: float) -> float:
+    """[min] to charge ``kwh`` [kWh from the grid] at ``kw`` (no taper, no caps)."""
+    return kwh / max(kw, 1e-6) * 60.0
+
+
+@kernel
+def _wait_into(plugs, busy, queue, typical, out) -> None:  # noqa: ANN001
+    for s in range(plugs.shape[0]):
+        for k in range(plugs.shape[1]):
+            out[s, k] = _wait_min(plugs[s, k], busy[s, k], queue[s, k], typical[k])
+
+
+@kernel
+def _eta_into(
+    travel_min, plugs, busy, queue, mask, typical, kw, kwh: float, out
+) -> None:  # noqa: ANN001, PLR0913
+    for s in range(plugs.shape[0]):
+        for k in range(plugs.shape[1]):
+            if mask[s, k]:
+                wait = _wait_min(plugs[s, k], busy[s, k], queue[s, k], typical[k])
+                out[s, k] = travel_min[s] + wait + _charge_min(kw[k], kwh)
+            else:
+                out[s, k] = np.inf
+
+
+def _need_kwh(r: EVRequest) -> float:
+    """[kWh] from the grid to charge the request to its target (the default
+    efficiency: policies see the observation, not the config)."""
+    return max(0.0, r.target - r.soc) * r.battery_kwh / DEFAULTS.charge_efficiency
 
 
 def charge_minutes(obs: Observation) -> np.ndarray:
     """(S, K) [min] to charge the request to target on each kind (no taper, no caps)."""
     r = obs.request
     assert r is not None
-    kw = np.maximum(_plug_kw(r), 1e-6)
-    kwh = max(0.0, r.target - r.soc) * r.battery_kwh / DEFAULTS.charge_efficiency
-    return np.broadcast_to(kwh / kw * 60.0, obs.plugs.shape)
+    kwh = _need_kwh(r)
+    per_kind = np.array([_charge_min(kw, kwh) for kw in _plug_kw(r).tolist()])
+    return np.broadcast_to(per_kind, obs.plugs.shape)
 
 
 def expected_wait(obs: Observation) -> np.ndarray:
     """(S, K) [min] queue wait at arrival: zero with a free plug, else a share of a session."""
-    free = obs.plugs - obs.busy
-    typical = TYPICAL_SESSION_MIN[None, :]
-    ahead = np.maximum(0, obs.queue - free + 1)
-    return np.where(obs.plugs > 0, ahead * typical / np.maximum(obs.plugs, 1), np.inf)
+    out = np.empty(obs.plugs.shape)
+    _wait_into(obs.plugs, obs.busy, obs.queue, TYPICAL_SESSION_MIN, out)
+    return out
 
 
 def eta_minutes(obs: Observation) -> np.ndarray:
     """(S, K) [min] travel + expected wait + charging; inf where routing is invalid."""
-    eta = obs.travel_min[:, None] + expected_wait(obs) + charge_minutes(obs)
-    return np.where(obs.route_mask, eta, np.inf)
+    r = obs.request
+    assert r is not None
+    out = np.empty(obs.plugs.shape)
+    _eta_into(obs.travel_min, obs.plugs, obs.busy, obs.queue, obs.route_mask,
+              TYPICAL_SESSION_MIN, _plug_kw(r), _need_kwh(r), out)  # fmt: skip
+    return out
+
+
+_KIND = tuple(sorted(ChargerKind, key=int))  # ChargerKind(k), without the enum call
 
 
 def _route(obs: Observation, s: int, k: int) -> Route:
     assert obs.request is not None
-    return Route(obs.request.id, s + 1, ChargerKind(k))
+    return Route(obs.request.id, s + 1, _KIND[k])
 
 
 def _fallback(obs: Observation) -> Action | str:
@@ -81,11 +140,31 @@ def _fallback(obs: Observation) -> Action | str:
     return "NO_STATION"
 
 
+@kernel
+def _first_min(score) -> int:  # noqa: ANN001
+    """``np.argmin`` of the flat ``score`` (the first smallest; the first NaN if
+    there is one), or -1 when no score is finite."""
+    finite, nan, best = False, -1, 0
+    for i in range(score.size):
+        x = score[i]
+        if np.isfinite(x):
+            finite = True
+        if x != x:
+            if nan < 0:
+                nan = i
+        elif x < score[best] or score[best] != score[best]:
+            best = i
+    if not finite:
+        return -1
+    return nan if nan >= 0 else best
+
+
 def _argmin(score: np.ndarray) -> tuple[int, int] | None:
-    if not np.isfinite(score).any():
+    i = _first_min(score.reshape(-1))
+    if i < 0:
         return None
-    s, k = np.unravel_index(int(np.argmin(score)), score.shape)
-    return int(s), int(k)
+    K = score.shape[1]
+    return i // K, i % K
 
 
 # --- Baseline ladder ---------------------------------------------------------------------

@@ -7,8 +7,9 @@ the threshold (go left when ``x[feature] <= threshold``), its two children, and
 its value (a leaf's contribution to the score). ``roots`` names each tree's first
 node. Any language can read and evaluate it; nothing in it runs code.
 
-Every row is walked down every tree at once (one numpy step per tree level), so
-scoring a request's ~50 candidates costs well under a millisecond.
+Each row is walked down each tree by a kernel (``_predict_into``), and a row's
+leaves are added as numpy adds a row of an array (pairwise, ``jit.array_sum``): a
+request's ~50 candidates through 150 trees in about 0.1 ms.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from .jit import array_sum, kernel
 
 FORMAT = "evgrid-trees/1"
 NODE_ARRAYS = ("feature", "threshold", "left", "right", "value")
@@ -51,23 +54,10 @@ class TreeEnsemble:
         if not len(X):
             return np.zeros(0)
         feature, threshold, first, value = self._walk
-        # Every row in every tree, one tree level per step. A node's children are
-        # adjacent (see _walk), so a step is a gather and an add; walks that reached
-        # their leaf leave the working set, so a level costs what is still walking.
-        n, t = len(X), len(self.roots)
-        node = np.tile(self._walk_roots, n)  # (n*t,) row-major: row i, tree j
-        base = np.repeat(np.arange(n) * X.shape[1], t)
-        flat = X.ravel()
-        live = np.flatnonzero(threshold.take(node) < np.inf)
-        for _ in range(self.depth):
-            if not len(live):
-                break
-            at = node.take(live)
-            x = flat.take(base.take(live) + feature.take(at))
-            nxt = first.take(at) + (x > threshold.take(at))
-            node[live] = nxt
-            live = live[threshold.take(nxt) < np.inf]
-        return value.take(node).reshape(n, t).sum(axis=1)
+        out = np.empty(len(X))
+        _predict_into(X, feature, threshold, first, value, self._walk_roots,
+                      np.empty(len(self.roots)), out)  # fmt: skip
+        return out
 
     @cached_property
     def _walk(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -75,8 +65,7 @@ class TreeEnsemble:
 
         Nodes are renumbered so that every split's children are adjacent (left,
         then right): the next node is ``first[node] + (x > threshold[node])``. A
-        leaf points to itself with an infinite threshold, so a row that reached
-        its leaf stays there while deeper trees are still walked.
+        leaf has an infinite threshold (and points to itself): the walk ends there.
         """
         order, first = _adjacent_layout(self.left, self.right, self.feature, self.roots)
         new = np.empty(len(order), dtype=np.int64)
@@ -96,6 +85,20 @@ class TreeEnsemble:
             **{name: getattr(self, name).tolist() for name in NODE_ARRAYS},
             "meta": self.meta,
         }
+
+
+@kernel
+def _predict_into(X, feature, threshold, first, value, roots, leaves, out) -> None:  # noqa: ANN001, PLR0913
+    """Each row of ``X`` down each tree of the walking layout (``_walk``: a leaf's
+    threshold is inf; the next node is ``first + (x > threshold)``), its leaves'
+    values summed in tree order as numpy sums a row (pairwise) into ``out``."""
+    for i in range(X.shape[0]):
+        for j in range(roots.size):
+            node = roots[j]
+            while threshold[node] < np.inf:
+                node = first[node] + (1 if X[i, feature[node]] > threshold[node] else 0)
+            leaves[j] = value[node]
+        out[i] = array_sum(leaves, roots.size)
 
 
 def from_json(data: dict[str, Any]) -> TreeEnsemble:
