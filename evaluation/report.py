@@ -339,6 +339,21 @@ def _reward_table(
     return lines
 
 
+def made_by(records: list[dict[str, Any]], policies: list[str]) -> str:
+    """Which code made whose episodes: a comparison resumes, so a folder can hold
+    episodes from several commits (each record names its ``code``)."""
+    by_code: dict[str, dict[str, int]] = {}
+    for r in records:
+        mine = by_code.setdefault(r.get("code", "unrecorded"), {})
+        mine[r["policy"]] = mine.get(r["policy"], 0) + 1
+    order = {p: i for i, p in enumerate(policies)}
+    parts = []
+    for code in sorted(by_code):
+        counts = sorted(by_code[code].items(), key=lambda kv: order.get(kv[0], 1e9))
+        parts.append(f"{code}: " + ", ".join(f"{p} ({n})" for p, n in counts))
+    return f"Episodes made by code at (policy, episodes): {'; '.join(parts)}."
+
+
 def write_report(
     records: list[dict[str, Any]],
     out_dir: Path,
@@ -354,9 +369,8 @@ def write_report(
     out_dir.mkdir(parents=True, exist_ok=True)
     fill_network_parts(records)
     summary = summary_json(records, policies, scenarios, reference)
-    codes = sorted({r.get("code", "unrecorded") for r in records})
     summary["command"] = command
-    summary["provenance"] = f"Episodes made by code at: {'; '.join(codes)}." + (
+    summary["provenance"] = made_by(records, policies) + (
         f" {provenance}" if provenance else ""
     )
     plot_files: dict[str, list[str]] = {}

@@ -142,3 +142,19 @@ def test_the_answer_no_policy_can_avoid():
     rec = run_episode("random_valid", "evening_peak", 900003)
     assert invalid_answers(rec) == 1  # even the policy that picks only valid actions
     assert SimConfig().max_defers == 3
+
+
+def test_eval_report_names_the_code_behind_each_policys_episodes() -> None:
+    from evaluation.report import made_by
+
+    records = [
+        {"policy": "optimum", "code": "aaa (clean)"},
+        {"policy": "greedy_eta", "code": "bbb (clean)"},
+        {"policy": "optimum", "code": "bbb (clean)"},
+        {"policy": "greedy_eta", "code": "bbb (clean)"},
+        {"policy": "oracle"},
+    ]
+    assert made_by(records, ["greedy_eta", "oracle", "optimum"]) == (
+        "Episodes made by code at (policy, episodes): aaa (clean): optimum (1); "
+        "bbb (clean): greedy_eta (2), optimum (1); unrecorded: oracle (1)."
+    )
