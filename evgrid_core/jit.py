@@ -171,3 +171,73 @@ def typed_list(items: list) -> list:
     for item in items:
         out.append(item)
     return out
+
+
+# --- Views without reference counts ------------------------------------------------
+# A compiled kernel takes and drops a reference (an atomic add) on an array's owner
+# each time it reads an array out of a tuple, and numba's pruning leaves most of them
+# in loops: in ``perf``, NRT_incref and NRT_decref took most of the kernels' time. The
+# state's named arrays are therefore views *without* an owner (``numba.carray`` on
+# the block's memory): the caller holds the packed blocks for the whole call, and no
+# kernel keeps or returns a view. As Python (no numba) they are ordinary views.
+def row(block: np.ndarray, k: int) -> np.ndarray:
+    """``block[k]``: row k of a C-contiguous block (a view)."""
+    return block[k]
+
+
+def part(a: np.ndarray, lo: int, hi: int) -> np.ndarray:
+    """``a[lo:hi]`` of a 1-D array (a view)."""
+    return a[lo:hi]
+
+
+def whole(a: np.ndarray) -> np.ndarray:
+    """``a`` itself (compiled: a view of it without an owner)."""
+    return a
+
+
+if numba is not None:
+    from numba import types
+    from numba.extending import intrinsic, overload
+
+    @intrinsic
+    def _at(typingctx, arr, index):  # noqa: ANN001, ANN202, ARG001
+        """A typed pointer to element ``index`` of a C-contiguous array's data."""
+
+        def codegen(context, builder, sig, args):  # noqa: ANN001, ANN202, ARG001
+            ary = context.make_array(sig.args[0])(context, builder, args[0])
+            return builder.gep(ary.data, [args[1]])
+
+        return types.CPointer(arr.dtype)(arr, index), codegen
+
+    def _contiguous(a) -> bool:  # noqa: ANN001
+        return isinstance(a, types.Array) and a.layout == "C"
+
+    @overload(row)
+    def _row(block, k):  # noqa: ANN001, ANN202
+        if not _contiguous(block) or block.ndim < 2:
+            return lambda block, k: block[k]
+        if block.ndim == 2:
+
+            def impl2(block, k):  # noqa: ANN001, ANN202
+                n = block.shape[1]
+                return numba.carray(_at(block, k * n), (n,))
+
+            return impl2
+
+        def impl3(block, k):  # noqa: ANN001, ANN202
+            a, b = block.shape[1], block.shape[2]
+            return numba.carray(_at(block, k * a * b), (a, b))
+
+        return impl3 if block.ndim == 3 else (lambda block, k: block[k])
+
+    @overload(part)
+    def _part(a, lo, hi):  # noqa: ANN001, ANN202
+        if not _contiguous(a) or a.ndim != 1:
+            return lambda a, lo, hi: a[lo:hi]
+        return lambda a, lo, hi: numba.carray(_at(a, lo), (hi - lo,))
+
+    @overload(whole)
+    def _whole(a):  # noqa: ANN001, ANN202
+        if not _contiguous(a):
+            return lambda a: a
+        return lambda a: numba.carray(_at(a, 0), a.shape)

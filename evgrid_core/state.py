@@ -23,7 +23,7 @@ from .chargers import CHARGER_KW, N_KINDS, inlet_of
 from .charging import taper_start
 from .config import SimConfig
 from .fleet import Arrivals
-from .jit import kernel
+from .jit import kernel, part, row, whole
 from .reward import REWARD_KEYS
 from .scenarios import Scenario
 from .tables import ScenarioTables
@@ -181,12 +181,12 @@ def unpack(b) -> EpisodeState:  # noqa: ANN001
     """The named views of a packed state (no copy)."""
     f, i, o, c = b[0], b[1], b[2], b[3]
     return EpisodeState(
-        i[0], i[1], f[0], f[1], f[2], f[3], f[4], o[0], f[5], f[6], f[18], i[12], i[2],
-        i[3], f[7], i[4], i[5], i[6], i[7], i[8], o[1], o[2], f[8], f[9], f[10],
-        f[11], f[12], f[13], f[14], i[9], i[10], f[15], i[11],
-        c[0], c[1], c[2], b[4], b[5][0], b[5][1],
-        b[8][0], b[8][1], b[8][2], b[6][0], b[6][1], b[6][2], b[6][3], b[6][4],
-        b[5][2], b[7], b[8][3], b[9], b[10], f[16], f[17], i[13],
+        row(i, 0), row(i, 1), row(f, 0), row(f, 1), row(f, 2), row(f, 3), row(f, 4), row(o, 0), row(f, 5), row(f, 6), row(f, 18), row(i, 12), row(i, 2),
+        row(i, 3), row(f, 7), row(i, 4), row(i, 5), row(i, 6), row(i, 7), row(i, 8), row(o, 1), row(o, 2), row(f, 8), row(f, 9), row(f, 10),
+        row(f, 11), row(f, 12), row(f, 13), row(f, 14), row(i, 9), row(i, 10), row(f, 15), row(i, 11),
+        row(c, 0), row(c, 1), row(c, 2), whole(b[4]), row(b[5], 0), row(b[5], 1),
+        row(b[8], 0), row(b[8], 1), row(b[8], 2), row(b[6], 0), row(b[6], 1), row(b[6], 2), row(b[6], 3), row(b[6], 4),
+        row(b[5], 2), whole(b[7]), row(b[8], 3), whole(b[9]), whole(b[10]), row(f, 16), row(f, 17), row(i, 13),
     )  # fmt: skip
 
 
@@ -194,8 +194,8 @@ def unpack(b) -> EpisodeState:  # noqa: ANN001
 def unpack_rules(r) -> Rules:  # noqa: ANN001
     """The named parts of packed rules (no copy)."""
     c = r[0]
-    return Rules(c[0:9], c[9:22], c[22:25], c[25:28], r[1], r[2], r[3], r[4], r[5],
-                 r[6], r[7][0], r[7][1], r[8], r[9])  # fmt: skip
+    return Rules(part(c, 0, 9), part(c, 9, 22), part(c, 22, 25), part(c, 25, 28), whole(r[1]), whole(r[2]), whole(r[3]), whole(r[4]), whole(r[5]),
+                 whole(r[6]), row(r[7], 0), row(r[7], 1), whole(r[8]), whole(r[9]))  # fmt: skip
 
 
 def make_rules(config: SimConfig, scenario: Scenario, tables: ScenarioTables) -> tuple:
