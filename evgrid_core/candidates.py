@@ -20,8 +20,13 @@ import numpy as np
 
 from .actions import Action, ChargerKind, Defer, Route, format_action
 from .config import DEFAULTS
+from .estimates import (
+    TYPICAL_SESSION_MIN,
+    charge_minutes,
+    expected_wait,
+    plug_kw_by_kind,
+)
 from .observation import Observation
-from .policies import TYPICAL_SESSION_MIN, _plug_kw, charge_minutes, expected_wait
 
 _KIND = tuple(sorted(ChargerKind, key=int))  # ChargerKind(k) without the enum call
 NA = -1.0  # a feature that does not apply to this candidate
@@ -143,7 +148,7 @@ def candidates(obs: Observation) -> Candidates:
     n = n_route + len(defers)
     X = np.full((n, len(FEATURES)), NA)
 
-    kw_kind = _plug_kw(r)  # (K,)
+    kw_kind = plug_kw_by_kind(r)  # (K,)
     travel = obs.travel_min[st]
     wait = expected_wait(obs)[st, kd]
     spare = (obs.plugs - obs.busy - obs.queue - obs.inbound)[st, kd]

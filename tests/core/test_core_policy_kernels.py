@@ -1,6 +1,6 @@
 """The baselines' estimates as kernels give numpy's floats and choices, bit for bit.
 
-``policies.py`` computes the expected wait, the charging minutes, the ETA and the
+``estimates.py`` computes the expected wait, the charging minutes, the ETA and the
 argmin as kernels over the observation's arrays. The numpy code they replaced is
 kept here as the reference; both are compared on every decision of episodes of
 every scenario, played by policies that reach long queues, closures and DC-less
@@ -16,14 +16,14 @@ from evgrid_core import EVGridEnv
 from evgrid_core.chargers import N_KINDS
 from evgrid_core.charging import plug_kw
 from evgrid_core.config import DEFAULTS
-from evgrid_core.policies import (
+from evgrid_core.estimates import (
     TYPICAL_SESSION_MIN,
-    _argmin,
+    argmin,
     charge_minutes,
     eta_minutes,
     expected_wait,
-    make_policy,
 )
+from evgrid_core.policies import make_policy
 from evgrid_core.scenarios import SCENARIOS
 
 
@@ -48,7 +48,7 @@ def ref_eta_minutes(obs) -> np.ndarray:  # noqa: ANN001
     return np.where(obs.route_mask, eta, np.inf)
 
 
-def ref_argmin(score: np.ndarray) -> tuple[int, int] | None:
+def refargmin(score: np.ndarray) -> tuple[int, int] | None:
     if not np.isfinite(score).any():
         return None
     s, k = np.unravel_index(int(np.argmin(score)), score.shape)
@@ -73,7 +73,7 @@ def test_core_estimates_equal_numpys_on_every_decision(scenario: str) -> None:
             assert _same(charge_minutes(obs), ref_charge_minutes(obs))
             eta = eta_minutes(obs)
             assert _same(eta, ref_eta_minutes(obs))
-            assert _argmin(eta) == ref_argmin(eta)
+            assert argmin(eta) == refargmin(eta)
             env.step(policy.act(obs))
             decisions += 1
     assert decisions > 20
@@ -97,7 +97,7 @@ def test_core_argmin_equals_numpys_on_edge_cases() -> None:
         cases.append(grid.tolist())
     for case in cases:
         a = np.array(case)
-        assert _argmin(a) == ref_argmin(a), case
+        assert argmin(a) == refargmin(a), case
 
 
 # --- distilled's tree walk ------------------------------------------------------------
