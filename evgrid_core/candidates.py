@@ -18,7 +18,8 @@ from functools import cached_property
 
 import numpy as np
 
-from .actions import Action, ChargerKind, Defer, Route, format_action
+from .actions import Action, Defer, Route, format_action
+from .chargers import KINDS
 from .config import DEFAULTS
 from .estimates import (
     TYPICAL_SESSION_MIN,
@@ -28,7 +29,6 @@ from .estimates import (
 )
 from .observation import Observation
 
-_KIND = tuple(sorted(ChargerKind, key=int))  # ChargerKind(k) without the enum call
 NA = -1.0  # a feature that does not apply to this candidate
 
 # The request's and the tick's numbers: the same for every candidate of a decision.
@@ -104,13 +104,13 @@ class Candidates:
 
     features: np.ndarray  # (n, len(FEATURES)) float64
     ev: int = 0  # the request's EV id
-    stations: tuple[int, ...] = ()  # the ROUTEs' (index), then their kinds
-    kinds: tuple[int, ...] = ()
+    stations: tuple[int, ...] = ()  # the ROUTEs' station indices (from 0)
+    kinds: tuple[int, ...] = ()  # and their charger kinds
     defers: tuple[int, ...] = ()  # [min] the DEFERs
 
     @cached_property
     def actions(self) -> tuple[Action, ...]:
-        routes = [Route(self.ev, s + 1, _KIND[k])
+        routes = [Route(self.ev, s + 1, KINDS[k])
                   for s, k in zip(self.stations, self.kinds, strict=True)]  # fmt: skip
         return (*routes, *(Defer(self.ev, m) for m in self.defers))
 

@@ -48,6 +48,7 @@ ChargerKind = IntEnum(  # the kinds by name; the value indexes per-kind arrays
 )
 N_KINDS = len(CHARGERS)
 KIND_NAMES: tuple[str, ...] = tuple(c.name for c in CHARGERS)
+KINDS = tuple(ChargerKind(i) for i in range(len(CHARGERS)))  # by index, no enum call
 CHARGER_KW = np.array([c.kw for c in CHARGERS])  # [kW] (N_KINDS,)
 CHARGER_KW.flags.writeable = False
 CHARGER_DC: tuple[bool, ...] = tuple(c.dc for c in CHARGERS)

@@ -214,7 +214,7 @@ if numba is not None:
 
     @overload(row)
     def _row(block, k):  # noqa: ANN001, ANN202
-        if not _contiguous(block) or block.ndim < 2:
+        if not _contiguous(block) or not 2 <= block.ndim <= 3:
             return lambda block, k: block[k]
         if block.ndim == 2:
 
@@ -228,7 +228,7 @@ if numba is not None:
             a, b = block.shape[1], block.shape[2]
             return numba.carray(_at(block, k * a * b), (a, b))
 
-        return impl3 if block.ndim == 3 else (lambda block, k: block[k])
+        return impl3
 
     @overload(part)
     def _part(a, lo, hi):  # noqa: ANN001, ANN202

@@ -18,7 +18,7 @@ from typing import Protocol
 import numpy as np
 
 from .actions import Action, ChargerKind, Defer, LoadShift, Route
-from .chargers import CHARGER_KW, vehicle_kw
+from .chargers import CHARGER_KW, KINDS, vehicle_kw
 from .config import DEFAULTS
 from .estimates import argmin, eta_minutes, expected_wait, plug_kw_by_kind
 from .observation import Observation
@@ -37,12 +37,11 @@ class Policy(Protocol):
 # Policies see the observation, not the config: they estimate with the default
 # world's numbers (charge efficiency, soft limit).
 FASTEST_FIRST = np.argsort(np.argsort(-CHARGER_KW)).astype(float)  # (K,) 0 = fastest
-_KIND = tuple(sorted(ChargerKind, key=int))  # ChargerKind(k), without the enum call
 
 
 def _route(obs: Observation, s: int, k: int) -> Route:
     assert obs.request is not None
-    return Route(obs.request.id, s + 1, _KIND[k])
+    return Route(obs.request.id, s + 1, KINDS[k])
 
 
 def _fallback(obs: Observation) -> Action | str:
