@@ -18,7 +18,7 @@ from functools import cached_property
 
 import numpy as np
 
-from .actions import Action, Defer, Route, format_action
+from .actions import DEFER_MINUTES, Action, Defer, Route, format_action
 from .chargers import KINDS
 from .config import DEFAULTS
 from .estimates import (
@@ -240,6 +240,34 @@ def candidates(obs: Observation) -> Candidates:
         X[n_route:, c["is_defer"]] = 1.0
         X[n_route:, c["defer_min"]] = defers
     return Candidates(X, r.id, tuple(st.tolist()), tuple(kd.tolist()), tuple(defers))
+
+
+def fixed_view(c: Candidates, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The candidates as RL reads them: ``k`` rows of squashed features, a mask, and
+    which candidate each row is.
+
+    Rows: the ROUTEs by expected finish (``eta_min``, ties to the first), then every
+    DEFER; when there are more than ``k``, the ROUTEs finishing last are left out
+    (the DEFERs always stay: at most ``len(DEFER_MINUTES)``). Each feature is
+    squashed as sign(x) * log(1 + |x|), so minutes, kW and 0/1 flags share one scale
+    without statistics learnt from data. Returns ``(rows (k, F) float32, mask (k,)
+    bool, pick (k,) int64: the candidate index of each row, -1 for padding)``.
+    """
+    if k <= len(DEFER_MINUTES):
+        raise ValueError(f"k={k}: must exceed the {len(DEFER_MINUTES)} DEFER options")
+    n_route = len(c.stations)
+    route_order = np.argsort(c.column("eta_min")[:n_route], kind="stable")
+    keep = np.concatenate(
+        [route_order[: k - len(c.defers)], np.arange(n_route, len(c))]
+    ).astype(np.int64)
+    rows = np.zeros((k, len(FEATURES)), dtype=np.float32)
+    x = c.features[keep]
+    rows[: len(keep)] = np.sign(x) * np.log1p(np.abs(x))
+    mask = np.zeros(k, dtype=bool)
+    mask[: len(keep)] = True
+    pick = np.full(k, -1, dtype=np.int64)
+    pick[: len(keep)] = keep
+    return rows, mask, pick
 
 
 def _excess(v: np.ndarray) -> np.ndarray:

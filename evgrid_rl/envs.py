@@ -42,6 +42,7 @@ class MaskedGymEnv(gym.Env):
             N_ACTIONS,
         )
         self.action_space = self.env.action_space
+        self.reward_scale = float(config.get("reward_scale", 1.0))
         self._rng = np.random.default_rng(config.get("seed"))
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):  # noqa: ANN201
@@ -53,7 +54,8 @@ class MaskedGymEnv(gym.Env):
 
     def step(self, action: int):  # noqa: ANN201
         obs, reward, done, trunc, info = self.env.step(int(action))
-        return self._wrap(obs, info["action_mask"]), reward, done, trunc, {}
+        scaled = reward * self.reward_scale
+        return self._wrap(obs, info["action_mask"]), scaled, done, trunc, {}
 
     @staticmethod
     def _wrap(obs: np.ndarray, mask: np.ndarray) -> dict[str, np.ndarray]:
@@ -61,6 +63,34 @@ class MaskedGymEnv(gym.Env):
         if not m.any():  # the episode has ended: any index, never used
             m[0] = 1.0
         return {"action_mask": m, "observations": obs}
+
+
+class CandidateRLlibEnv(gym.Env):
+    """``CandidateGymEnv`` for RLlib: each episode's (scenario, seed) drawn from the
+    training seeds, the reward multiplied by ``reward_scale`` (PPO's value target
+    near 1 a step; the curves and evaluations report the env's own return)."""
+
+    def __init__(self, config: dict[str, Any] | None = None) -> None:
+        from evgrid_gym.candidate_env import K_DEFAULT, CandidateGymEnv
+
+        config = dict(config or {})
+        self.scenarios = list(config.get("scenarios", ["evening_peak"]))
+        self.env = CandidateGymEnv(self.scenarios[0], k=int(config.get("k", K_DEFAULT)))
+        self.observation_space = self.env.observation_space
+        self.action_space = self.env.action_space
+        self.reward_scale = float(config.get("reward_scale", 1.0))
+        self._rng = np.random.default_rng(config.get("seed"))
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):  # noqa: ANN201
+        if seed is not None:
+            self._rng = np.random.default_rng(seed)
+        scenario, ep_seed = draw_episode(self._rng, self.scenarios)
+        obs, _ = self.env.reset(seed=ep_seed, options={"scenario": scenario})
+        return obs, {}
+
+    def step(self, action: int):  # noqa: ANN201
+        obs, reward, done, trunc, _ = self.env.step(int(action))
+        return obs, reward * self.reward_scale, done, trunc, {}
 
 
 def make_vector_env(config: dict[str, Any] | None = None):  # noqa: ANN201
@@ -78,6 +108,57 @@ def make_vector_env(config: dict[str, Any] | None = None):  # noqa: ANN201
         threads=int(config.get("threads", 1)),
         seed_limit=HELDOUT_FIRST_SEED,  # never an evaluation seed
     )
+
+
+def make_masked_vector_env(config: dict[str, Any] | None = None):  # noqa: ANN201
+    """``make_vector_env`` with the masks in the observations, as RLlib's
+    action-masking module reads them (``{"observations", "action_mask"}``), and the
+    reward times ``reward_scale``: PPO on the flat index, sampled from the compiled
+    batch (the ``cpu-flat`` preset)."""
+    from gymnasium.vector import VectorEnv
+    from gymnasium.vector.utils import batch_space
+
+    inner = make_vector_env(config)
+    scale = float(dict(config or {}).get("reward_scale", 1.0))
+
+    class MaskedVectorEnv(VectorEnv):
+        metadata = inner.metadata
+
+        def __init__(self) -> None:
+            self.num_envs = inner.num_envs
+            self.single_observation_space = _masked_space(
+                inner.single_observation_space, N_ACTIONS
+            )
+            self.single_action_space = inner.single_action_space
+            self.observation_space = batch_space(
+                self.single_observation_space, self.num_envs
+            )
+            self.action_space = inner.action_space
+
+        def reset(self, *, seed: int | None = None, options: dict | None = None):  # noqa: ANN202
+            obs, info = inner.reset(seed=seed, options=options)
+            return self._wrap(obs, info["action_mask"]), info
+
+        def step(self, actions: np.ndarray):  # noqa: ANN202
+            obs, reward, term, trunc, info = inner.step(actions)
+            return (
+                self._wrap(obs, info["action_mask"]),
+                reward * scale,
+                term,
+                trunc,
+                info,
+            )
+
+        @staticmethod
+        def _wrap(obs: np.ndarray, mask: np.ndarray) -> dict[str, np.ndarray]:
+            m = mask.astype(np.float32)
+            m[~m.any(axis=1), 0] = 1.0  # no valid action: any index (turned away)
+            return {"action_mask": m, "observations": obs}
+
+        def close_extras(self, **kwargs: Any) -> None:
+            inner.close()
+
+    return MaskedVectorEnv()
 
 
 def draw_episode(rng: np.random.Generator, scenarios: list[str]) -> tuple[str, int]:

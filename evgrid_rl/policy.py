@@ -1,13 +1,16 @@
-"""``ppo``: the RLlib PPO policy learnt on the Gymnasium env, as a registered policy.
+"""``ppo`` and ``ppo_warm``: the RLlib PPO policies, as registered policies.
 
-The actor's weights (``evgrid_rl/data/ppo_gym.npz``, written by
-``python3 -m evgrid_rl.train``) are walked by numpy: the encoder's tanh layers,
-then the policy head's logits; the valid actions only (the env's mask), the best
-answered (ties to the first). So ``evgrid compare --policies ppo`` and
-``main.py --policy ppo`` need neither Ray nor torch. ``weights=PATH`` loads another
-export (``make_policy("ppo", weights="runs/ppo/ppo_gym.npz")``).
+The actor's weights (``evgrid_rl/data/ppo.npz`` from scratch, ``ppo_warm.npz``
+warm-started from ``distilled``; written by ``python3 -m evgrid_rl.train``) are
+walked by numpy. On the candidate interface (``evgrid_gym.candidate_env``) the
+actor's MLP scores each valid ROUTE and DEFER's squashed feature row
+(``candidates.fixed_view``) and the best is answered (ties to the first row); an
+older flat export (``ppo_gym.npz``: one logit per discrete index) takes the env's
+mask instead. So ``evgrid compare --policies ppo`` and ``main.py --policy ppo`` need
+neither Ray nor torch. ``weights=PATH`` loads another export
+(``make_policy("ppo", weights="runs/ppo-cpu/ppo.npz")``).
 
-Registered with the core as ``"ppo"`` through the ``evgrid.policies`` entry points.
+Registered with the core through the ``evgrid.policies`` entry points.
 """
 
 from __future__ import annotations
@@ -19,10 +22,12 @@ from typing import Any
 import numpy as np
 
 from evgrid_core import Action, Observation
+from evgrid_core.candidates import candidates, fixed_view
 from evgrid_core.policies import register_policy
 from evgrid_gym import action_mask, decode_action, encode_observation
 
-SHIPPED_WEIGHTS = Path(__file__).parent / "data" / "ppo_gym.npz"
+SHIPPED_WEIGHTS = Path(__file__).parent / "data" / "ppo.npz"  # from scratch
+SHIPPED_WARM = Path(__file__).parent / "data" / "ppo_warm.npz"  # warm-started
 
 
 class ActorMLP:
@@ -56,24 +61,36 @@ class ActorMLP:
 
 
 class PPOPolicy:
-    """The learnt actor's most likely valid action (deterministic)."""
+    """The learnt actor's most likely valid action (deterministic). Two interfaces,
+    told apart by the weights' ``meta["interface"]``: ``candidates`` (one score per
+    candidate row, ``evgrid_gym.candidate_env``; the shipped one) or the flat index
+    of ``EVGridGymEnv`` (older exports)."""
 
     name = "ppo"
+    shipped = SHIPPED_WEIGHTS
+    preset = "cpu"
 
     def __init__(self, weights: str | Path | None = None) -> None:
-        path = Path(weights) if weights else SHIPPED_WEIGHTS
+        path = Path(weights) if weights else self.shipped
         if not path.is_file():
             raise FileNotFoundError(
-                f"no PPO weights at {path}: train them with "
-                "`python3 -m evgrid_rl.train --preset cpu-small` (needs the rl extra)"
+                f"no PPO weights at {path}: train them with `python3 -m "
+                f"evgrid_rl.train --preset {self.preset}` (needs the rl extra)"
             )
-        self.model = ActorMLP(path)
+        with np.load(path, allow_pickle=False) as z:
+            rows = "pi.W0" in z.files
+        self.model = ActorMLP(path, prefix="pi." if rows else "")
+        self.k = int(self.model.meta.get("k", 0)) if rows else 0
+        if rows and self.k <= 0:
+            raise ValueError(f"{path}: a candidate actor needs meta['k'] (its rows)")
 
     def reset(self, seed: int) -> None:
         pass
 
     def act(self, obs: Observation) -> Action | str:
         assert obs.request is not None, "no request to decide"
+        if self.k:
+            return self._act_on_candidates(obs)
         mask = action_mask(obs)
         if not mask.any():  # no station can take the EV and it cannot wait
             return "NO_STATION"  # the core's policies answer so too: it is stranded
@@ -81,9 +98,32 @@ class PPOPolicy:
         logits[~mask] = -np.inf
         return decode_action(int(np.argmax(logits)), obs.request.id)
 
+    def _act_on_candidates(self, obs: Observation) -> Action | str:
+        c = candidates(obs)
+        if not len(c):
+            return "NO_STATION"
+        rows, mask, pick = fixed_view(c, self.k)
+        scores = self.model.logits(rows[mask])[:, 0]  # valid rows lead
+        return c.actions[int(pick[int(np.argmax(scores))])]
+
+
+class WarmPPOPolicy(PPOPolicy):
+    """``ppo`` warm-started from ``distilled``'s choices, then fine-tuned by PPO."""
+
+    name = "ppo_warm"
+    shipped = SHIPPED_WARM
+    preset = "cpu-warm"
+
 
 register_policy(
     "ppo",
     PPOPolicy,
-    "RLlib PPO with action masking on the Gymnasium env (cpu-small preset), numpy",
+    "RLlib PPO from scratch on the candidate interface (one MLP scores each valid "
+    "ROUTE / DEFER), preset cpu; numpy",
+)
+register_policy(
+    "ppo_warm",
+    WarmPPOPolicy,
+    "ppo warm-started by behaviour cloning from distilled, then PPO (preset "
+    "cpu-warm); numpy",
 )

@@ -1,14 +1,18 @@
-"""RLlib PPO on the envs: ``python3 -m evgrid_rl.train --preset cpu-small``.
+"""RLlib PPO on the envs: ``python3 -m evgrid_rl.train --preset cpu``.
 
-Presets (``PRESETS``): ``cpu-small`` (single-agent PPO with action masking on the
-Gymnasium env; minutes on 1 CPU), ``cpu-marl-small`` (multi-agent PPO on the
-PettingZoo env, one policy shared by the fleets and one by the operators, or one
-per agent with ``--policies separate``), and ``cluster`` / ``cluster-marl`` (the
-same, sized for a Ray cluster: many env runners, large batches). Each run writes
-``curve.csv`` and ``curve.png`` (mean episode return per iteration) and the
-actors' weights as plain numpy arrays: ``ppo_gym.npz`` (single agent) for the
-``ppo`` policy (``evgrid_rl.policy``), ``mappo.npz`` (multi-agent: one actor per
-module) for the ``mappo`` policy (``evgrid_rl.mappo``); neither needs torch.
+Presets (``evgrid_rl.presets``): ``cpu`` (the shipped ``ppo``: single-agent PPO on
+the candidate interface, ``evgrid_gym.candidate_env``, one network scoring every
+candidate row; 60 minutes on 2 CPUs, checkpoints and ``--resume``), ``cpu-flat``
+(the same PPO on the flat index, for comparison), ``cpu-small`` (the flat index, a
+smoke), ``cpu-marl-small`` (multi-agent PPO on the PettingZoo env, one policy
+shared by the fleets and one by the operators, or one per agent with ``--policies
+separate``), and ``cluster`` / ``cluster-marl`` (sized for a Ray cluster). Each run
+writes ``curve.csv`` and ``curve.png`` (training return per iteration, and the
+held-out checks of ``evgrid_rl.validate`` against greedy_eta on the same seeds)
+and the actors' weights as plain numpy arrays: ``ppo.npz`` (candidates) or
+``ppo_gym.npz`` (flat) for the ``ppo`` policy (``evgrid_rl.policy``), ``mappo.npz``
+(multi-agent: one actor per module) for ``mappo`` (``evgrid_rl.mappo``); neither
+needs torch.
 """
 
 from __future__ import annotations
@@ -17,53 +21,15 @@ import argparse
 import csv
 import json
 import time
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-
-@dataclass(frozen=True)
-class Preset:
-    name: str
-    env: str  # "gym" (single agent) | "marl" (PettingZoo)
-    iterations: int
-    batch_steps: int  # [env steps] per training iteration
-    minibatch: int  # [env steps]
-    epochs: int  # passes over each batch
-    hidden: tuple[int, ...]  # the actor's (and critic's) MLP widths
-    lr: float = 3e-4
-    entropy_coeff: float = 0.01
-    gamma: float = 0.99
-    env_runners: int = 0  # 0: sample in the driver
-    num_cpus: int = 1  # [CPU] local Ray's size (None on a cluster)
-    policies: str = "shared"  # marl: "shared" (one per role) | "separate" (per agent)
-    scenarios: tuple[str, ...] = ("evening_peak",)
-    seed: int = 0
-    notes: str = field(default="", compare=False)
-
-
-PRESETS: dict[str, Preset] = {
-    p.name: p
-    for p in (
-        Preset("cpu-small", "gym", iterations=12, batch_steps=1000, minibatch=250,
-               epochs=4, hidden=(64, 64),
-               notes="one CPU, 12k env steps (~40 episodes): a smoke of the loop, "
-                     "too small to expect learning"),
-        Preset("cpu-marl-small", "marl", iterations=8, batch_steps=1000, minibatch=250,
-               epochs=4, hidden=(64, 64),
-               notes="one CPU, ~8k parallel steps: shows the multi-agent loop runs"),
-        Preset("cluster", "gym", iterations=500, batch_steps=64000, minibatch=4096,
-               epochs=8, hidden=(256, 256), env_runners=62, num_cpus=64,
-               scenarios=("evening_peak", "heatwave", "festival_surge", "feeder_fault"),
-               notes="a 64-CPU cluster: ~32M env steps"),
-        Preset("cluster-marl", "marl", iterations=500, batch_steps=64000, minibatch=4096,
-               epochs=8, hidden=(256, 256), env_runners=62, num_cpus=64,
-               scenarios=("evening_peak", "heatwave", "festival_surge", "feeder_fault"),
-               notes="a 64-CPU cluster, multi-agent"),
-    )
-}  # fmt: skip
+from .curves import plot_curve, read
+from .presets import PRESETS, Preset
+from .validate import check, check_actor
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -75,6 +41,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         type=int,
         default=None,
         help="override the preset (0: export the untrained actors, a baseline)",
+    )
+    p.add_argument("--minutes", type=float, default=None, help="override the budget")
+    p.add_argument(
+        "--resume",
+        action="store_true",
+        help="go on from OUT's checkpoint and curve (the budget counts what they had)",
     )
     p.add_argument("--policies", choices=("shared", "separate"), default=None)
     p.add_argument("--address", default=None, help="a Ray cluster (default: local)")
@@ -92,9 +64,18 @@ def build_config(preset: Preset) -> Any:
     )
     from ray.tune.registry import register_env
 
-    from .envs import MaskedGymEnv, make_multi_agent_env
+    from .envs import (
+        CandidateRLlibEnv,
+        MaskedGymEnv,
+        make_masked_vector_env,
+        make_multi_agent_env,
+    )
 
-    env_config = {"scenarios": list(preset.scenarios), "seed": preset.seed}
+    env_config = {
+        "scenarios": list(preset.scenarios),
+        "seed": preset.seed,
+        "reward_scale": preset.reward_scale,
+    }
     spec = RLModuleSpec(
         module_class=ActionMaskingTorchRLModule,
         model_config={
@@ -106,17 +87,39 @@ def build_config(preset: Preset) -> Any:
     config = (
         PPOConfig()
         .framework("torch")
-        .env_runners(num_env_runners=preset.env_runners, num_envs_per_env_runner=1)
+        .env_runners(
+            num_env_runners=preset.env_runners,
+            num_envs_per_env_runner=preset.num_envs,
+        )
         .training(
             train_batch_size_per_learner=preset.batch_steps,
             minibatch_size=preset.minibatch,
             num_epochs=preset.epochs,
             lr=preset.lr,
             gamma=preset.gamma,
+            lambda_=preset.lambda_,
+            clip_param=preset.clip,
+            vf_clip_param=preset.vf_clip,
             entropy_coeff=preset.entropy_coeff,
         )
         .debugging(seed=preset.seed)
     )
+    if preset.env == "candidates":
+        from .candidate_module import CandidateScorerModule
+
+        return config.environment(CandidateRLlibEnv, env_config=env_config).rl_module(
+            rl_module_spec=RLModuleSpec(
+                module_class=CandidateScorerModule,
+                model_config={"hidden": list(preset.hidden)},
+            )
+        )
+    if preset.env == "gym" and preset.compiled_batch:
+        register_env("evgrid_masked_batch", make_masked_vector_env)
+        return (
+            config.environment("evgrid_masked_batch", env_config=env_config)
+            .env_runners(gym_env_vectorize_mode="vector_entry_point")
+            .rl_module(rl_module_spec=spec)
+        )
     if preset.env == "gym":
         return config.environment(MaskedGymEnv, env_config=env_config).rl_module(
             rl_module_spec=spec
@@ -188,9 +191,10 @@ def export_actors(
 
 # --- Run ---------------------------------------------------------------------------------
 def train(
-    preset: Preset, out: Path, address: str | None = None
+    preset: Preset, out: Path, address: str | None = None, resume: bool = False
 ) -> list[dict[str, float]]:
-    """Train; write the curve (CSV, PNG) and, for the gym env, the weights."""
+    """Train until the preset's iterations or minutes run out; write the curve (CSV,
+    PNG) every iteration, and at each held-out check a checkpoint and the actors."""
     import ray
 
     out.mkdir(parents=True, exist_ok=True)
@@ -203,72 +207,155 @@ def train(
         )
     algo = build_config(preset).build_algo()
     curve: list[dict[str, float]] = []
-    t0 = time.time()
-    for it in range(1, preset.iterations + 1):
+    ckpt = out / "checkpoint"
+    if resume and ckpt.is_dir():
+        algo.restore_from_path(str(ckpt.resolve()))
+        curve = read(out / "curve.csv") if (out / "curve.csv").is_file() else []
+        print(f"resumed from {ckpt} at iteration {len(curve)}", flush=True)
+    reference = reference_returns(preset, out)
+    if not curve and preset.warm_start:
+        stats = warm_start(algo, preset)
+        (out / "warm_start.json").write_text(json.dumps(stats, indent=1) + "\n")
+        print(json.dumps(stats), flush=True)
+    if not curve and preset.eval_every:  # where it starts, before any PPO update
+        row = {"iteration": 0, "env_steps": 0.0, "episodes": 0.0, "seconds": 0.0}
+        row.update(check_actor(export(algo, preset, out, 0, 0.0, 0.0),
+                               preset.scenarios, preset.eval_seeds))  # fmt: skip
+        curve.append(row)
+        print(json.dumps(row), flush=True)
+    start = time.time() - (curve[-1]["seconds"] if curve else 0.0)
+    steps = curve[-1]["env_steps"] if curve else 0.0
+    it = int(curve[-1]["iteration"]) if curve else 0
+    while it < preset.iterations and not over_budget(preset, start):
+        it += 1
         res = algo.train()
         runners = res.get("env_runners", {})
+        steps += float(runners.get("num_env_steps_sampled", 0))
         row = {
             "iteration": it,
-            "env_steps": float(
-                res.get(
-                    "num_env_steps_sampled_lifetime",
-                    runners.get("num_env_steps_sampled_lifetime", 0),
-                )
-            ),
+            "env_steps": steps,
             "episodes": float(runners.get("num_episodes_lifetime", 0)),
-            "return_mean": float(runners.get("episode_return_mean", float("nan"))),
-            "seconds": round(time.time() - t0, 1),
+            "return_mean": float(runners.get("episode_return_mean", float("nan")))
+            / preset.reward_scale,
+            "seconds": round(time.time() - start, 1),
         }
+        learner = res.get("learners", {}).get("default_policy", {})
+        for key in ("entropy", "vf_explained_var", "mean_kl_loss", "vf_loss"):
+            if key in learner:  # how the update went (single agent)
+                row[key] = round(float(learner[key]), 5)
         if preset.env == "marl":  # each module's (role's) share of the return
             per = runners.get("module_episode_returns_mean", {})
             for mid in sorted(set(modules_of(preset).values())):
                 row[f"return_{mid}"] = float(per.get(mid, float("nan")))
+        last = it >= preset.iterations or over_budget(preset, start)
+        if preset.eval_every and (it % preset.eval_every == 0 or last):
+            weights = export(algo, preset, out, it, steps, row["seconds"])
+            row.update(check_actor(weights, preset.scenarios, preset.eval_seeds))
+            algo.save_to_path(str(ckpt.resolve()))
         curve.append(row)
         print(json.dumps(row), flush=True)
-        with (out / "curve.csv").open("w", newline="") as f:  # so far, every iteration
-            w = csv.DictWriter(f, fieldnames=list(curve[0]))
-            w.writeheader()
-            w.writerows(curve)
-    if curve:  # --iterations 0: the actors as built, untrained (a baseline)
-        plot_curve(curve, out / "curve.png", title=f"PPO {preset.name}")
+        write_curve(curve, out / "curve.csv")
+        if preset.eval_every:
+            plot_curve(curve, out / "curve.png", f"PPO {preset.name}", reference)
+    if curve and not preset.eval_every:
+        plot_curve(curve, out / "curve.png", f"PPO {preset.name}", reference)
     (out / "preset.json").write_text(json.dumps(asdict(preset), indent=1) + "\n")
-    meta = {
-        "preset": preset.name,
-        "hidden": list(preset.hidden),
-        "iterations": preset.iterations,
-        "env_steps": curve[-1]["env_steps"] if curve else 0.0,
-        "seed": preset.seed,
-        "seconds": curve[-1]["seconds"] if curve else 0.0,
-    }
-    if preset.env == "gym":
-        export_actor(algo.get_module(), out / "ppo_gym.npz", meta)
-    else:
-        module_of = modules_of(preset)
-        export_actors(
-            {m: algo.get_module(m) for m in set(module_of.values())},
-            module_of,
-            out / "mappo.npz",
-            {**meta, "roles": "both", "policies": preset.policies},
-        )
+    if not preset.eval_every or not curve:  # the actors as they end (or untrained)
+        export(algo, preset, out, it, steps, curve[-1]["seconds"] if curve else 0.0)
     algo.stop()
     return curve
 
 
-def plot_curve(curve: list[dict[str, float]], path: Path, title: str) -> None:
-    import matplotlib
+def warm_start(algo: Any, preset: Preset) -> dict[str, float]:
+    """Behaviour cloning from ``preset.warm_start`` into the learner's module (from
+    its own initial weights), then the env runners' copies synced."""
+    if preset.warm_start != "distilled" or preset.env != "candidates":
+        raise ValueError(f"warm start {preset.warm_start!r}: only 'distilled', "
+                         "on the candidate interface")  # fmt: skip
+    from ray.rllib.core import DEFAULT_MODULE_ID
+    from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from evgrid_gym.candidate_env import K_DEFAULT, CandidateGymEnv
 
-    fig, ax = plt.subplots(figsize=(6, 3.5))
-    ax.plot([r["env_steps"] for r in curve], [r["return_mean"] for r in curve], "o-")
-    ax.set_xlabel("env steps sampled")
-    ax.set_ylabel("mean episode return")
-    ax.set_title(title)
-    ax.grid(alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    from .candidate_module import CandidateScorerModule
+    from .warm_start import demonstrations, fit
+
+    env = CandidateGymEnv(k=K_DEFAULT)
+    module = RLModuleSpec(
+        module_class=CandidateScorerModule,
+        observation_space=env.observation_space,
+        action_space=env.action_space,
+        model_config={"hidden": list(preset.hidden)},
+    ).build()
+    module.set_state(algo.learner_group.get_weights()[DEFAULT_MODULE_ID])
+    demos = demonstrations(preset.scenarios, preset.bc_episodes, K_DEFAULT,
+                           preset.gamma, preset.reward_scale)  # fmt: skip
+    stats = fit(module, demos, preset.bc_epochs, seed=preset.seed)
+    algo.learner_group.set_weights({DEFAULT_MODULE_ID: module.get_state()})
+    algo.env_runner_group.sync_weights(
+        from_worker_or_learner_group=algo.learner_group, inference_only=True
+    )
+    return stats
+
+
+def over_budget(preset: Preset, start: float) -> bool:
+    return bool(preset.minutes) and time.time() - start >= preset.minutes * 60
+
+
+def export(
+    algo: Any, preset: Preset, out: Path, iteration: int, steps: float, seconds: float
+) -> Path:
+    """The actors as plain arrays (what the ``ppo`` / ``mappo`` policies load)."""
+    meta = {
+        "preset": preset.name,
+        "interface": preset.env,
+        "hidden": list(preset.hidden),
+        "iterations": iteration,
+        "env_steps": steps,
+        "seed": preset.seed,
+        "seconds": seconds,
+    }
+    if preset.env == "candidates":
+        from evgrid_gym.candidate_env import K_DEFAULT
+
+        from .candidate_module import export_arrays
+
+        arrays = export_arrays(algo.get_module())
+        arrays["meta"] = np.array(json.dumps({**meta, "k": K_DEFAULT}))
+        path = out / "ppo.npz"
+        np.savez_compressed(path, **arrays)
+        return path
+    if preset.env == "gym":
+        export_actor(algo.get_module(), out / "ppo_gym.npz", meta)
+        return out / "ppo_gym.npz"
+    module_of = modules_of(preset)
+    export_actors(
+        {m: algo.get_module(m) for m in set(module_of.values())},
+        module_of,
+        out / "mappo.npz",
+        {**meta, "roles": "both", "policies": preset.policies},
+    )
+    return out / "mappo.npz"
+
+
+def reference_returns(preset: Preset, out: Path) -> dict[str, float]:
+    """greedy_eta's held-out checks on the same seeds (once per run folder)."""
+    path = out / "reference.json"
+    if not preset.eval_every:
+        return {}
+    if path.is_file():
+        return json.loads(path.read_text())
+    ref = check("greedy_eta", preset.scenarios, preset.eval_seeds)
+    path.write_text(json.dumps(ref, indent=1) + "\n")
+    return ref
+
+
+def write_curve(curve: list[dict[str, float]], path: Path) -> None:
+    fields = list(dict.fromkeys(k for row in curve for k in row))
+    with path.open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=fields, restval="")
+        w.writeheader()
+        w.writerows(curve)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -276,9 +363,11 @@ def main(argv: list[str] | None = None) -> int:
     preset = PRESETS[args.preset]
     if args.iterations is not None:
         preset = replace(preset, iterations=args.iterations)
+    if args.minutes is not None:
+        preset = replace(preset, minutes=args.minutes)
     if args.policies is not None:
         preset = replace(preset, policies=args.policies)
-    train(preset, Path(args.out), args.address)
+    train(preset, Path(args.out), args.address, resume=args.resume)
     return 0
 
 
