@@ -29,7 +29,7 @@ except ImportError as e:  # pragma: no cover - exercised only without gymnasium
 
 from evgrid_core import DEFAULT_SCENARIO, EVGridEnv, SimConfig
 from evgrid_core.candidates import FEATURES, Candidates, candidates, fixed_view
-from evgrid_core.features import N_DEFER, N_ROUTE
+from evgrid_core.features import N_DEFER, N_ROUTE, OBS_HIGH, OBS_LOW, OBS_SIZE
 
 K_DEFAULT = N_ROUTE + N_DEFER  # 82 rows: every ROUTE (25 x 3) and DEFER; none left out
 N_FEATURES = len(FEATURES)
@@ -37,7 +37,9 @@ N_FEATURES = len(FEATURES)
 
 class CandidateGymEnv(gym.Env):
     """Gymnasium env over ``EVGridEnv`` with candidate rows as the observation:
-    ``{"candidates": (K, F) float32, "action_mask": (K,) float32}``, ``Discrete(K)``.
+    ``{"candidates": (K, F) float32, "action_mask": (K,) float32, "state":
+    (OBS_SIZE,) float32}``, ``Discrete(K)``. ``state`` is the flat vector of the whole
+    city (``EVGridEnv.features``), for a critic: what the rows do not show.
     Same seed, same episode as the core's. ``info["action"]`` is the typed action
     a step answered."""
 
@@ -60,6 +62,9 @@ class CandidateGymEnv(gym.Env):
                 "action_mask": spaces.Box(0.0, 1.0, shape=(k,), dtype=np.float32),
                 "candidates": spaces.Box(
                     -np.inf, np.inf, shape=(k, N_FEATURES), dtype=np.float32
+                ),
+                "state": spaces.Box(
+                    OBS_LOW, OBS_HIGH, shape=(OBS_SIZE,), dtype=np.float32
                 ),
             }
         )
@@ -118,7 +123,12 @@ class CandidateGymEnv(gym.Env):
             self._pick = np.full(self.k, -1, dtype=np.int64)
         else:
             rows, mask, self._pick = fixed_view(self._cands, self.k)
-        return {"action_mask": mask.astype(np.float32), "candidates": rows}
+        state = self.core.features()[0]
+        return {
+            "action_mask": mask.astype(np.float32),
+            "candidates": rows,
+            "state": state,
+        }
 
     def action_masks(self) -> np.ndarray:
         return self._pick >= 0

@@ -4,8 +4,9 @@ The actor is a small MLP applied to each row of ``CandidateGymEnv``'s observatio
 with the same weights (tanh layers, then one logit per row); masked rows get the
 float minimum, so PPO's categorical never samples them. The critic encodes the
 rows with its own MLP of the same shape, pools them over the valid rows (mean and
-max) and maps that to one value. Neither depends on the rows' order, so index i
-means "the i-th candidate", never a station.
+max), adds an MLP of the city's flat vector (``state``: queues, plugs and feeders
+everywhere, which the rows do not show) and maps that to one value. Neither
+depends on the rows' order, so index i means "the i-th candidate", never a station.
 
 The actor's layers export as plain arrays (``export_arrays``) that
 ``evgrid_rl.policy`` walks with numpy: ``pi.W0, pi.b0, ...`` in torch's ``Linear``
@@ -41,8 +42,10 @@ class CandidateScorerModule(TorchRLModule, ValueFunctionAPI):
         n_features = int(self.observation_space["candidates"].shape[-1])
         hidden = [int(h) for h in (self.model_config or {}).get("hidden", [64, 64])]
         self.pi = _mlp([n_features, *hidden, 1], last_activation=False)
+        n_state = int(self.observation_space["state"].shape[-1])
         self.vf_rows = _mlp([n_features, *hidden], last_activation=True)
-        self.vf_head = _mlp([2 * hidden[-1], hidden[-1], 1], last_activation=False)
+        self.vf_state = _mlp([n_state, *hidden], last_activation=True)
+        self.vf_head = _mlp([3 * hidden[-1], hidden[-1], 1], last_activation=False)
 
     # Only the valid rows go through the MLPs (about half of the K are padding).
     def _forward(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
@@ -67,7 +70,8 @@ class CandidateScorerModule(TorchRLModule, ValueFunctionAPI):
         top = torch.full(shape, -1.0, dtype=e.dtype, device=e.device).scatter_reduce(
             0, row_of[:, None].expand_as(e), e, reduce="amax"
         )  # tanh >= -1: a batch row with no valid row pools to -1
-        return self.vf_head(torch.cat([mean, top], dim=-1)).squeeze(-1)
+        city = self.vf_state(obs["state"])
+        return self.vf_head(torch.cat([mean, top, city], dim=-1)).squeeze(-1)
 
 
 def export_arrays(module: CandidateScorerModule) -> dict[str, np.ndarray]:

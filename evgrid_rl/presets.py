@@ -17,6 +17,7 @@ class Preset:
     epochs: int  # passes over each batch
     hidden: tuple[int, ...]  # the actor's (and critic's) MLP widths
     lr: float = 3e-4
+    grad_clip: float | None = None  # the gradient's global norm, clipped
     entropy_coeff: float = 0.01
     gamma: float = 0.99
     lambda_: float = 0.95  # GAE
@@ -47,13 +48,15 @@ PRESETS: dict[str, Preset] = {
     p.name: p
     for p in (
         Preset("cpu", "candidates", iterations=10_000, batch_steps=8000, minibatch=1000,
-               epochs=6, hidden=(64, 64), reward_scale=0.1, vf_clip=100.0, num_envs=8,
+               epochs=6, hidden=(64, 64), lr=1e-4, grad_clip=0.5, reward_scale=0.1,
+               vf_clip=100.0, num_envs=8,
                num_cpus=2, scenarios=REPORT_SCENARIOS, minutes=60.0, eval_every=5,
                eval_seeds=4,
                notes="the shipped ppo: candidate rows scored by one MLP, the four "
                      "report scenarios, 60 minutes on this 2-core CPU"),
         Preset("cpu-warm", "candidates", iterations=10_000, batch_steps=8000,
-               minibatch=1000, epochs=6, hidden=(64, 64), lr=1e-4, entropy_coeff=0.001,
+               minibatch=1000, epochs=6, hidden=(64, 64), lr=3e-5, grad_clip=0.5,
+               entropy_coeff=0.001,
                reward_scale=0.1, vf_clip=100.0, num_envs=8, num_cpus=2,
                scenarios=REPORT_SCENARIOS, minutes=30.0, eval_every=5, eval_seeds=4,
                warm_start="distilled", bc_episodes=30, bc_epochs=20,

@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import shutil
 import time
 from dataclasses import asdict, replace
 from pathlib import Path
@@ -96,6 +97,8 @@ def build_config(preset: Preset) -> Any:
             minibatch_size=preset.minibatch,
             num_epochs=preset.epochs,
             lr=preset.lr,
+            grad_clip=preset.grad_clip,
+            grad_clip_by="global_norm",
             gamma=preset.gamma,
             lambda_=preset.lambda_,
             clip_param=preset.clip,
@@ -219,8 +222,9 @@ def train(
         print(json.dumps(stats), flush=True)
     if not curve and preset.eval_every:  # where it starts, before any PPO update
         row = {"iteration": 0, "env_steps": 0.0, "episodes": 0.0, "seconds": 0.0}
-        row.update(check_actor(export(algo, preset, out, 0, 0.0, 0.0),
-                               preset.scenarios, preset.eval_seeds))  # fmt: skip
+        weights = export(algo, preset, out, 0, 0.0, 0.0)
+        row.update(check_actor(weights, preset.scenarios, preset.eval_seeds))
+        snapshot(weights, 0)
         curve.append(row)
         print(json.dumps(row), flush=True)
     start = time.time() - (curve[-1]["seconds"] if curve else 0.0)
@@ -252,6 +256,7 @@ def train(
             weights = export(algo, preset, out, it, steps, row["seconds"])
             row.update(check_actor(weights, preset.scenarios, preset.eval_seeds))
             algo.save_to_path(str(ckpt.resolve()))
+            snapshot(weights, it)
         curve.append(row)
         print(json.dumps(row), flush=True)
         write_curve(curve, out / "curve.csv")
@@ -296,6 +301,16 @@ def warm_start(algo: Any, preset: Preset) -> dict[str, float]:
         from_worker_or_learner_group=algo.learner_group, inference_only=True
     )
     return stats
+
+
+def snapshot(weights: Path, iteration: int) -> Path:
+    """A copy of the actors as they were at a check (``snapshots/NAME_itN.npz``), for
+    choosing among them on more validation seeds afterwards (``evgrid_rl.validate``)."""
+    folder = weights.parent / "snapshots"
+    folder.mkdir(exist_ok=True)
+    path = folder / f"{weights.stem}_it{iteration}.npz"
+    shutil.copyfile(weights, path)
+    return path
 
 
 def over_budget(preset: Preset, start: float) -> bool:

@@ -1,4 +1,4 @@
-"""Held-out checks during training: the exported actor played on validation seeds.
+"""Held-out checks during training, and the choice among a run's snapshots.
 
 Seeds: training draws below 900000; the report (``evgrid compare``) plays
 900000-900019; these checks play from ``VALIDATION_FIRST_SEED`` (950000), so
@@ -6,10 +6,18 @@ neither the training nor the choice of when to stop ever sees the report's seeds
 Each check plays the numpy policy (``evgrid_rl.policy.PPOPolicy``), exactly what
 ``evgrid compare`` will play, and greedy_eta once on the same seeds as the line to
 beat.
+
+``python3 -m evgrid_rl.validate RUN_DIR --seeds 10`` plays every snapshot a run kept
+(``RUN_DIR/snapshots/*.npz``, one per check) on more validation seeds (the same
+950000 range, still apart from the report's) and writes ``selection.csv``: the one to
+ship is the best there, chosen without the report's seeds.
 """
 
 from __future__ import annotations
 
+import argparse
+import csv
+import re
 from pathlib import Path
 
 import numpy as np
@@ -55,3 +63,55 @@ def check_actor(
 ) -> dict[str, float]:
     """The exported actor at ``weights`` (``check`` of the ``ppo`` policy)."""
     return check("ppo", scenarios, n_seeds, weights=weights)
+
+
+def select(
+    run: Path, scenarios: tuple[str, ...], n_seeds: int
+) -> list[dict[str, float]]:
+    """Every snapshot of ``run`` checked on ``n_seeds`` validation seeds per scenario,
+    best return first; written to ``run/selection.csv``."""
+    snaps = sorted(
+        (run / "snapshots").glob("*.npz"),
+        key=lambda p: int(re.search(r"_it(\d+)$", p.stem).group(1)),  # type: ignore[union-attr]
+    )
+    if not snaps:
+        raise FileNotFoundError(f"{run}/snapshots: no snapshots (*.npz) to choose from")
+    from tqdm import tqdm
+
+    rows = []
+    for path in tqdm(snaps, desc="snapshots", unit="snapshot"):
+        row = {"snapshot": path.name, **check_actor(path, scenarios, n_seeds)}
+        rows.append(row)
+    rows.sort(key=lambda r: -r["val_return"])
+    with (run / "selection.csv").open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    from .presets import REPORT_SCENARIOS
+
+    p = argparse.ArgumentParser(description="choose among a run's snapshots")
+    p.add_argument("run", type=Path, help="a run folder (with snapshots/)")
+    p.add_argument(
+        "--seeds", type=int, default=10, help="validation seeds per scenario"
+    )
+    p.add_argument("--scenarios", default=",".join(REPORT_SCENARIOS))
+    args = p.parse_args(argv)
+    if args.seeds < 1:
+        p.error("--seeds must be at least 1")
+    rows = select(args.run, tuple(args.scenarios.split(",")), args.seeds)
+    for r in rows:
+        print(f"{r['snapshot']:>24}  return {r['val_return']:9.2f}  gave up "
+              f"{r['val_gave_up']:6.2f}  over a limit {r['val_overload_feeder_min']:7.2f} min")  # fmt: skip
+    ref = check("greedy_eta", tuple(args.scenarios.split(",")), args.seeds)
+    print(f"{'greedy_eta':>24}  return {ref['val_return']:9.2f}  gave up "
+          f"{ref['val_gave_up']:6.2f}  over a limit {ref['val_overload_feeder_min']:7.2f} min")  # fmt: skip
+    print(f"best on {args.seeds} validation seeds per scenario: {rows[0]['snapshot']}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

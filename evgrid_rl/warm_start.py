@@ -26,8 +26,8 @@ DEMO_FIRST_SEED = 800_000  # training seeds (< 900000), apart from RLlib's rando
 def demonstrations(
     scenarios: tuple[str, ...], episodes: int, k: int, gamma: float, reward_scale: float
 ) -> dict[str, np.ndarray]:
-    """``episodes`` per scenario of ``distilled``: rows (N, k, F), mask (N, k),
-    target (N,) the chosen row, ret (N,) the discounted scaled return, episode (N,)."""
+    """``episodes`` per scenario of ``distilled``: rows (N, k, F), mask (N, k), state
+    (N, OBS_SIZE), target (N,) the chosen row, ret (N,) the discounted scaled return, episode (N,)."""
     out: dict[str, list[Any]] = {
         "rows": [],
         "mask": [],
@@ -50,6 +50,7 @@ def demonstrations(
                 )
                 out["rows"].append(obs["candidates"])
                 out["mask"].append(obs["action_mask"])
+                out["state"].append(obs["state"])
                 out["target"].append(row)
                 out["episode"].append(n_ep)
                 obs, reward, done, _, _ = env.step(row)
@@ -63,6 +64,7 @@ def demonstrations(
     return {
         "rows": np.stack(out["rows"]).astype(np.float32),
         "mask": np.stack(out["mask"]).astype(np.float32),
+        "state": np.stack(out["state"]).astype(np.float32),
         "target": np.asarray(out["target"], dtype=np.int64),
         "ret": np.asarray(out["ret"], dtype=np.float32),
         "episode": np.asarray(out["episode"], dtype=np.int64),
@@ -85,7 +87,8 @@ def fit(
     for _ in range(epochs):
         for start in range(0, len(train_idx), batch):
             idx = torch.from_numpy(rng.permutation(train_idx)[start : start + batch])
-            obs = {"candidates": t["rows"][idx], "action_mask": t["mask"][idx]}
+            obs = {"candidates": t["rows"][idx], "action_mask": t["mask"][idx],
+                   "state": t["state"][idx]}  # fmt: skip
             logits = module.forward_train({"obs": obs})["action_dist_inputs"]
             values = module.compute_values({"obs": obs})
             loss = torch.nn.functional.cross_entropy(logits, t["target"][idx])
@@ -95,7 +98,8 @@ def fit(
             opt.step()
     with torch.no_grad():
         idx = torch.from_numpy(test_idx)
-        obs = {"candidates": t["rows"][idx], "action_mask": t["mask"][idx]}
+        obs = {"candidates": t["rows"][idx], "action_mask": t["mask"][idx],
+               "state": t["state"][idx]}  # fmt: skip
         pick = module.forward_inference({"obs": obs})["action_dist_inputs"].argmax(-1)
         values = module.compute_values({"obs": obs})
     return {
