@@ -11,8 +11,9 @@ torch = pytest.importorskip("torch")
 from evgrid_core.policies import make_policy, policy_names  # noqa: E402
 from evgrid_core.rollout import play_episode  # noqa: E402
 from evgrid_rl.envs import MaskedGymEnv  # noqa: E402
-from evgrid_rl.policy import SHIPPED_WEIGHTS, ActorMLP  # noqa: E402
-from evgrid_rl.train import PRESETS, export_actor  # noqa: E402
+from evgrid_rl.policy import SHIPPED_WARM, SHIPPED_WEIGHTS, ActorMLP  # noqa: E402
+from evgrid_rl.presets import PRESETS  # noqa: E402
+from evgrid_rl.train import export_actor  # noqa: E402
 
 
 def _module(hidden: tuple[int, ...]):  # noqa: ANN202
@@ -67,10 +68,16 @@ def test_registered_policy_plays_valid_episode(exported) -> None:  # noqa: ANN00
     assert again.kpis.total_return == env.kpis.total_return  # deterministic
 
 
-def test_ppo_is_a_registered_plugin() -> None:
-    assert "ppo" in policy_names()  # through the evgrid.policies entry points
-    if SHIPPED_WEIGHTS.is_file():
-        assert make_policy("ppo").model.meta["preset"] == "cpu-small"
+@pytest.mark.parametrize(
+    ("name", "path", "preset"),
+    [("ppo", SHIPPED_WEIGHTS, "cpu"), ("ppo_warm", SHIPPED_WARM, "cpu-warm")],
+)
+def test_ppo_is_a_registered_plugin(name: str, path: Path, preset: str) -> None:
+    assert name in policy_names()  # through the evgrid.policies entry points
+    if path.is_file():
+        policy = make_policy(name)
+        assert policy.name == name and policy.model.meta["preset"] == preset
+        assert policy.k > 0  # the candidate interface
     else:
-        with pytest.raises(FileNotFoundError, match="evgrid_rl.train"):
-            make_policy("ppo")
+        with pytest.raises(FileNotFoundError, match=f"--preset {preset}"):
+            make_policy(name)
