@@ -65,17 +65,26 @@ def check_actor(
     return check("ppo", scenarios, n_seeds, weights=weights)
 
 
+def _iteration(path: Path) -> int:
+    return int(re.search(r"_it(\d+)$", path.stem).group(1))  # type: ignore[union-attr]
+
+
 def select(
-    run: Path, scenarios: tuple[str, ...], n_seeds: int
+    run: Path, scenarios: tuple[str, ...], n_seeds: int, top: int = 0
 ) -> list[dict[str, float]]:
-    """Every snapshot of ``run`` checked on ``n_seeds`` validation seeds per scenario,
-    best return first; written to ``run/selection.csv``."""
-    snaps = sorted(
-        (run / "snapshots").glob("*.npz"),
-        key=lambda p: int(re.search(r"_it(\d+)$", p.stem).group(1)),  # type: ignore[union-attr]
-    )
+    """The snapshots of ``run`` checked on ``n_seeds`` validation seeds per scenario,
+    best return first; written to ``run/selection.csv``. ``top``: only the ``top``
+    best of the run's own checks (``curve.csv``'s ``val_return``)."""
+    snaps = sorted((run / "snapshots").glob("*.npz"), key=_iteration)
     if not snaps:
         raise FileNotFoundError(f"{run}/snapshots: no snapshots (*.npz) to choose from")
+    if top:
+        with (run / "curve.csv").open() as f:
+            checked = {int(float(r["iteration"])): float(r["val_return"])
+                       for r in csv.DictReader(f) if r.get("val_return")}  # fmt: skip
+        snaps = sorted(
+            snaps, key=lambda p: checked.get(_iteration(p), float("-inf")), reverse=True
+        )[:top]
     from tqdm import tqdm
 
     rows = []
@@ -99,10 +108,13 @@ def main(argv: list[str] | None = None) -> int:
         "--seeds", type=int, default=10, help="validation seeds per scenario"
     )
     p.add_argument("--scenarios", default=",".join(REPORT_SCENARIOS))
+    p.add_argument(
+        "--top", type=int, default=0, help="only the N best of the run's own checks"
+    )
     args = p.parse_args(argv)
-    if args.seeds < 1:
-        p.error("--seeds must be at least 1")
-    rows = select(args.run, tuple(args.scenarios.split(",")), args.seeds)
+    if args.seeds < 1 or args.top < 0:
+        p.error("--seeds must be at least 1 and --top at least 0")
+    rows = select(args.run, tuple(args.scenarios.split(",")), args.seeds, args.top)
     for r in rows:
         print(f"{r['snapshot']:>24}  return {r['val_return']:9.2f}  gave up "
               f"{r['val_gave_up']:6.2f}  over a limit {r['val_overload_feeder_min']:7.2f} min")  # fmt: skip

@@ -14,7 +14,7 @@ pytest.importorskip("ray.rllib")
 from evgrid_core.policies import make_policy  # noqa: E402
 from evgrid_rl.presets import PRESETS  # noqa: E402
 from evgrid_rl.train import train  # noqa: E402
-from evgrid_rl.validate import VALIDATION_FIRST_SEED, check  # noqa: E402
+from evgrid_rl.validate import VALIDATION_FIRST_SEED, check, select  # noqa: E402
 
 
 @pytest.mark.slow
@@ -44,3 +44,12 @@ def test_tiny_run_checks_exports_and_resumes(tmp_path: Path) -> None:
     assert (tmp_path / "curve.png").stat().st_size > 10_000
     assert VALIDATION_FIRST_SEED > 900_019  # clear of the report's seeds
     assert np.isfinite(curve[3]["val_return"])
+    snaps = sorted(p.name for p in (tmp_path / "snapshots").glob("*.npz"))
+    assert snaps == ["ppo_it0.npz", "ppo_it2.npz", "ppo_it3.npz"]  # one per check
+    chosen = select(tmp_path, ("evening_peak",), 1, top=2)
+    best_two = sorted(curve, key=lambda r: -r.get("val_return", -1e9))[:2]
+    assert {r["snapshot"] for r in chosen} == {
+        f"ppo_it{int(r['iteration'])}.npz" for r in best_two
+    }
+    assert chosen[0]["val_return"] >= chosen[1]["val_return"]
+    assert (tmp_path / "selection.csv").is_file()
