@@ -36,16 +36,21 @@ def _mlp(sizes: list[int], last_activation: bool) -> nn.Sequential:
 
 
 class CandidateScorerModule(TorchRLModule, ValueFunctionAPI):
-    """``model_config``: ``hidden`` (the row MLP's widths, default [64, 64])."""
+    """``model_config``: ``hidden`` (the row MLP's widths, default [64, 64]),
+    ``critic_state`` (whether the critic reads the city's vector, default True)."""
 
     def setup(self) -> None:
         n_features = int(self.observation_space["candidates"].shape[-1])
         hidden = [int(h) for h in (self.model_config or {}).get("hidden", [64, 64])]
         self.pi = _mlp([n_features, *hidden, 1], last_activation=False)
-        n_state = int(self.observation_space["state"].shape[-1])
+        self.critic_state = bool((self.model_config or {}).get("critic_state", True))
         self.vf_rows = _mlp([n_features, *hidden], last_activation=True)
-        self.vf_state = _mlp([n_state, *hidden], last_activation=True)
-        self.vf_head = _mlp([3 * hidden[-1], hidden[-1], 1], last_activation=False)
+        pooled = 2 * hidden[-1]
+        if self.critic_state:
+            n_state = int(self.observation_space["state"].shape[-1])
+            self.vf_state = _mlp([n_state, *hidden], last_activation=True)
+            pooled += hidden[-1]
+        self.vf_head = _mlp([pooled, hidden[-1], 1], last_activation=False)
 
     # Only the valid rows go through the MLPs (about half of the K are padding).
     def _forward(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
@@ -70,8 +75,10 @@ class CandidateScorerModule(TorchRLModule, ValueFunctionAPI):
         top = torch.full(shape, -1.0, dtype=e.dtype, device=e.device).scatter_reduce(
             0, row_of[:, None].expand_as(e), e, reduce="amax"
         )  # tanh >= -1: a batch row with no valid row pools to -1
-        city = self.vf_state(obs["state"])
-        return self.vf_head(torch.cat([mean, top, city], dim=-1)).squeeze(-1)
+        parts = [mean, top]
+        if self.critic_state:
+            parts.append(self.vf_state(obs["state"]))
+        return self.vf_head(torch.cat(parts, dim=-1)).squeeze(-1)
 
 
 def export_arrays(module: CandidateScorerModule) -> dict[str, np.ndarray]:

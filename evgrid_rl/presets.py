@@ -18,6 +18,7 @@ class Preset:
     hidden: tuple[int, ...]  # the actor's (and critic's) MLP widths
     lr: float = 3e-4
     grad_clip: float | None = None  # the gradient's global norm, clipped
+    critic_state: bool = True  # candidates: the critic also reads the city's vector
     entropy_coeff: float = 0.01
     gamma: float = 0.99  # per decision, not per minute: see cpu's 1.0
     lambda_: float = 0.95  # GAE
@@ -48,7 +49,7 @@ PRESETS: dict[str, Preset] = {
     p.name: p
     for p in (
         Preset("cpu", "candidates", iterations=10_000, batch_steps=8000, minibatch=1000,
-               epochs=6, hidden=(64, 64), lr=3e-4, grad_clip=0.5, gamma=0.99,
+               epochs=6, hidden=(64, 64), lr=3e-4, critic_state=False, gamma=0.99,
                reward_scale=0.1, vf_clip=100.0, num_envs=8,
                num_cpus=2, scenarios=REPORT_SCENARIOS, minutes=35.0, eval_every=5,
                eval_seeds=4,

@@ -113,7 +113,10 @@ def build_config(preset: Preset) -> Any:
         return config.environment(CandidateRLlibEnv, env_config=env_config).rl_module(
             rl_module_spec=RLModuleSpec(
                 module_class=CandidateScorerModule,
-                model_config={"hidden": list(preset.hidden)},
+                model_config={
+                    "hidden": list(preset.hidden),
+                    "critic_state": preset.critic_state,
+                },
             )
         )
     if preset.env == "gym" and preset.compiled_batch:
@@ -290,7 +293,10 @@ def warm_start(algo: Any, preset: Preset) -> dict[str, float]:
         module_class=CandidateScorerModule,
         observation_space=env.observation_space,
         action_space=env.action_space,
-        model_config={"hidden": list(preset.hidden)},
+        model_config={
+            "hidden": list(preset.hidden),
+            "critic_state": preset.critic_state,
+        },
     ).build()
     module.set_state(algo.learner_group.get_weights()[DEFAULT_MODULE_ID])
     demos = demonstrations(preset.scenarios, preset.bc_episodes, K_DEFAULT,
