@@ -31,6 +31,7 @@ def demonstrations(
     out: dict[str, list[Any]] = {
         "rows": [],
         "mask": [],
+        "state": [],
         "target": [],
         "ret": [],
         "episode": [],
