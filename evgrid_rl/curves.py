@@ -66,7 +66,10 @@ def plot_runs(
     if checked:
         axes[1].set_title("held-out seeds (mean over scenarios)")
         axes[2].set_title("held-out seeds: EVs lost, feeders")
+    from matplotlib.ticker import FuncFormatter
+
     for ax in axes:
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x / 1e3:g}k"))
         ax.set_xlabel("env steps sampled")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
