@@ -108,7 +108,9 @@ class PPOPolicy:
 
 
 class WarmPPOPolicy(PPOPolicy):
-    """``ppo`` warm-started from ``distilled``'s choices, then fine-tuned by PPO."""
+    """``ppo``'s network warm-started from ``distilled``'s choices (preset
+    ``cpu-warm``); the shipped weights are the snapshot chosen on validation seeds,
+    which was the cloned start: PPO's fine-tuning did not improve on it."""
 
     name = "ppo_warm"
     shipped = SHIPPED_WARM
@@ -124,6 +126,6 @@ register_policy(
 register_policy(
     "ppo_warm",
     WarmPPOPolicy,
-    "ppo warm-started by behaviour cloning from distilled, then PPO (preset "
-    "cpu-warm); numpy",
+    "ppo's network cloned from distilled (preset cpu-warm; its PPO fine-tuning "
+    "did not improve on the clone, docs/rl.md); numpy",
 )
