@@ -83,9 +83,9 @@ _NOT_SCENARIOS = {"return", "gave_up", "stranded", "overload_feeder_min", "shed_
 
 def read(path: Path) -> list[dict[str, float]]:
     with path.open() as f:
+        rows = csv.DictReader(f)  # a short (torn) row: its missing cells are None
         return [
-            {k: float(v) for k, v in row.items() if v != ""}
-            for row in csv.DictReader(f)
+            {k: float(v) for k, v in r.items() if v not in ("", None)} for r in rows
         ]
 
 

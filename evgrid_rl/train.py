@@ -217,7 +217,10 @@ def train(
     if resume and ckpt.is_dir():
         algo.restore_from_path(str(ckpt.resolve()))
         curve = read(out / "curve.csv") if (out / "curve.csv").is_file() else []
-        print(f"resumed from {ckpt} at iteration {len(curve)}", flush=True)
+        checked = [i for i, row in enumerate(curve) if "val_return" in row]
+        # the checkpoint is the last check's: the iterations after it are done again
+        curve = curve[: checked[-1] + 1] if checked else curve
+        print(f"resumed from {ckpt} at iteration {len(curve) - 1}", flush=True)
     reference = reference_returns(preset, out)
     if not curve and preset.warm_start:
         stats = warm_start(algo, preset)
@@ -230,6 +233,7 @@ def train(
         snapshot(weights, 0)
         curve.append(row)
         print(json.dumps(row), flush=True)
+        write_curve(curve, out / "curve.csv")
     start = time.time() - (curve[-1]["seconds"] if curve else 0.0)
     steps = curve[-1]["env_steps"] if curve else 0.0
     it = int(curve[-1]["iteration"]) if curve else 0

@@ -27,12 +27,15 @@ def test_tiny_run_checks_exports_and_resumes(tmp_path: Path) -> None:
     try:
         train(tiny, tmp_path)
         ray.shutdown()
+        with (tmp_path / "curve.csv").open("a") as f:  # an iteration after the last
+            f.write("3,999999.0\n")  # check, lost in a crash (and torn)
         curve = train(replace(tiny, iterations=3), tmp_path, resume=True)
     finally:
         ray.shutdown()
     assert [r["iteration"] for r in curve] == [0, 1, 2, 3]  # 0: before any update
     steps = [r["env_steps"] for r in curve]
     assert steps[3] > steps[2] > steps[1] >= 300 and steps[0] == 0
+    assert steps[3] < 10_000  # the torn row after the last check was done again
     with (tmp_path / "curve.csv").open() as f:
         rows = list(csv.DictReader(f))
     assert len(rows) == 4 and rows[2]["val_evening_peak"] and not rows[1]["val_return"]
