@@ -31,6 +31,8 @@ from evgrid_core import DEFAULT_SCENARIO, EVGridEnv, SimConfig
 from evgrid_core.candidates import FEATURES, Candidates, candidates, fixed_view
 from evgrid_core.features import N_DEFER, N_ROUTE, OBS_HIGH, OBS_LOW, OBS_SIZE
 
+from .env import reset_core
+
 K_DEFAULT = N_ROUTE + N_DEFER  # 82 rows: every ROUTE (25 x 3) and DEFER; none left out
 N_FEATURES = len(FEATURES)
 
@@ -74,10 +76,7 @@ class CandidateGymEnv(gym.Env):
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):  # noqa: ANN201
         super().reset(seed=seed)
-        if seed is None:
-            seed = int(self.np_random.integers(0, 2**31 - 1))
-        scenario = (options or {}).get("scenario", self.scenario)
-        self.core.reset(seed=seed, scenario=scenario)
+        scenario, seed = reset_core(self, self.core, self.scenario, seed, options)
         self._carry = self._to_next_choice()  # paid with the first step's reward
         return self._obs(), {"scenario": scenario, "seed": seed}
 

@@ -111,6 +111,23 @@ def action_mask(obs: Observation) -> np.ndarray:
     return m
 
 
+def reset_core(
+    env: gym.Env,
+    core: EVGridEnv,
+    scenario: str,
+    seed: int | None,
+    options: dict[str, Any] | None,
+) -> tuple[str, int]:
+    """Start ``core``'s episode as a Gymnasium env over it resets (after its
+    ``super().reset(seed=seed)``): no seed draws one from ``env.np_random``, the
+    ``"scenario"`` option overrides ``scenario``. Returns (scenario, seed)."""
+    if seed is None:
+        seed = int(env.np_random.integers(0, 2**31 - 1))
+    scenario = (options or {}).get("scenario", scenario)
+    core.reset(seed=seed, scenario=scenario)
+    return scenario, seed
+
+
 class EVGridGymEnv(gym.Env):
     """Gymnasium view of ``EVGridEnv``; same seed, same episode. Its vector and mask
     come from the core's compiled ``features`` (equal to ``encode_observation`` and
@@ -135,10 +152,7 @@ class EVGridGymEnv(gym.Env):
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):  # noqa: ANN201
         super().reset(seed=seed)
-        if seed is None:
-            seed = int(self.np_random.integers(0, 2**31 - 1))
-        scenario = (options or {}).get("scenario", self.scenario)
-        self.core.reset(seed=seed, scenario=scenario)
+        reset_core(self, self.core, self.scenario, seed, options)
         obs, self._mask = self.core.features()  # = encode_observation, action_mask
         return obs, {"action_mask": self._mask.copy()}
 

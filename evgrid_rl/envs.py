@@ -30,18 +30,17 @@ def _masked_space(obs_space: spaces.Box, n: int) -> spaces.Dict:
     )
 
 
-class MaskedGymEnv(gym.Env):
-    """``EVGridGymEnv`` with ``{"observations", "action_mask"}`` observations."""
+class _TrainingEnv(gym.Env):
+    """What the single-agent training envs share: each episode's (scenario, seed)
+    drawn from the training seeds with the env's own generator, and the reward
+    multiplied by ``reward_scale`` (the curves and evaluations report the env's own
+    return). A subclass sets ``self.env`` and the spaces, and ``_out`` shapes the
+    inner env's observation for RLlib."""
 
-    def __init__(self, config: dict[str, Any] | None = None) -> None:
+    def __init__(self, config: dict[str, Any] | None) -> None:
         config = dict(config or {})
+        self.config = config
         self.scenarios = list(config.get("scenarios", ["evening_peak"]))
-        self.env = EVGridGymEnv(self.scenarios[0])
-        self.observation_space = _masked_space(
-            spaces.Box(OBS_LOW, OBS_HIGH, shape=(OBS_SIZE,), dtype=np.float32),
-            N_ACTIONS,
-        )
-        self.action_space = self.env.action_space
         self.reward_scale = float(config.get("reward_scale", 1.0))
         self._rng = np.random.default_rng(config.get("seed"))
 
@@ -50,47 +49,46 @@ class MaskedGymEnv(gym.Env):
             self._rng = np.random.default_rng(seed)
         scenario, ep_seed = draw_episode(self._rng, self.scenarios)
         obs, info = self.env.reset(seed=ep_seed, options={"scenario": scenario})
-        return self._wrap(obs, info["action_mask"]), {}
+        return self._out(obs, info), {}
 
     def step(self, action: int):  # noqa: ANN201
         obs, reward, done, trunc, info = self.env.step(int(action))
-        scaled = reward * self.reward_scale
-        return self._wrap(obs, info["action_mask"]), scaled, done, trunc, {}
+        return self._out(obs, info), reward * self.reward_scale, done, trunc, {}
 
-    @staticmethod
-    def _wrap(obs: np.ndarray, mask: np.ndarray) -> dict[str, np.ndarray]:
-        m = mask.astype(np.float32)
+    def _out(self, obs: Any, info: dict[str, Any]) -> Any:
+        return obs
+
+
+class MaskedGymEnv(_TrainingEnv):
+    """``EVGridGymEnv`` with ``{"observations", "action_mask"}`` observations."""
+
+    def __init__(self, config: dict[str, Any] | None = None) -> None:
+        super().__init__(config)
+        self.env = EVGridGymEnv(self.scenarios[0])
+        self.observation_space = _masked_space(
+            spaces.Box(OBS_LOW, OBS_HIGH, shape=(OBS_SIZE,), dtype=np.float32),
+            N_ACTIONS,
+        )
+        self.action_space = self.env.action_space
+
+    def _out(self, obs: np.ndarray, info: dict[str, Any]) -> dict[str, np.ndarray]:
+        m = info["action_mask"].astype(np.float32)
         if not m.any():  # the episode has ended: any index, never used
             m[0] = 1.0
         return {"action_mask": m, "observations": obs}
 
 
-class CandidateRLlibEnv(gym.Env):
-    """``CandidateGymEnv`` for RLlib: each episode's (scenario, seed) drawn from the
-    training seeds, the reward multiplied by ``reward_scale`` (PPO's value target
-    near 1 a step; the curves and evaluations report the env's own return)."""
+class CandidateRLlibEnv(_TrainingEnv):
+    """``CandidateGymEnv`` for RLlib (``k`` rows, default all 82)."""
 
     def __init__(self, config: dict[str, Any] | None = None) -> None:
         from evgrid_gym.candidate_env import K_DEFAULT, CandidateGymEnv
 
-        config = dict(config or {})
-        self.scenarios = list(config.get("scenarios", ["evening_peak"]))
-        self.env = CandidateGymEnv(self.scenarios[0], k=int(config.get("k", K_DEFAULT)))
+        super().__init__(config)
+        k = int(self.config.get("k", K_DEFAULT))
+        self.env = CandidateGymEnv(self.scenarios[0], k=k)
         self.observation_space = self.env.observation_space
         self.action_space = self.env.action_space
-        self.reward_scale = float(config.get("reward_scale", 1.0))
-        self._rng = np.random.default_rng(config.get("seed"))
-
-    def reset(self, *, seed: int | None = None, options: dict | None = None):  # noqa: ANN201
-        if seed is not None:
-            self._rng = np.random.default_rng(seed)
-        scenario, ep_seed = draw_episode(self._rng, self.scenarios)
-        obs, _ = self.env.reset(seed=ep_seed, options={"scenario": scenario})
-        return obs, {}
-
-    def step(self, action: int):  # noqa: ANN201
-        obs, reward, done, trunc, _ = self.env.step(int(action))
-        return obs, reward * self.reward_scale, done, trunc, {}
 
 
 def make_vector_env(config: dict[str, Any] | None = None):  # noqa: ANN201
