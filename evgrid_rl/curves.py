@@ -10,6 +10,9 @@ import argparse
 import csv
 from pathlib import Path
 
+from .validate import KPIS
+
+_NOT_SCENARIOS = {"return", *KPIS}  # the val_ columns that are not a scenario's return
 KPI_LABELS = {
     "val_gave_up": "EVs that gave up",
     "val_overload_feeder_min": "feeder-min over a limit",
@@ -76,9 +79,6 @@ def plot_runs(
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
-
-
-_NOT_SCENARIOS = {"return", "gave_up", "stranded", "overload_feeder_min", "shed_kwh"}
 
 
 def read(path: Path) -> list[dict[str, float]]:

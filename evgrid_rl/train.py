@@ -267,9 +267,9 @@ def train(
         curve.append(row)
         print(json.dumps(row), flush=True)
         write_curve(curve, out / "curve.csv")
-        if preset.eval_every:
+        if "val_return" in row:  # the picture at each check (and at the end)
             plot_curve(curve, out / "curve.png", f"PPO {preset.name}", reference)
-    if curve and not preset.eval_every:
+    if curve and "val_return" not in curve[-1]:
         plot_curve(curve, out / "curve.png", f"PPO {preset.name}", reference)
     (out / "preset.json").write_text(json.dumps(asdict(preset), indent=1) + "\n")
     if not preset.eval_every or not curve:  # the actors as they end (or untrained)

@@ -44,10 +44,11 @@ def check(
     out: dict[str, float] = {}
     kpis: dict[str, list[float]] = {k: [] for k in KPIS}
     rets = []
+    policy = make_policy(policy_name, **policy_kwargs)  # reset per episode, as compare
     for sc in scenarios:
         here = []
         for seed in validation_seeds(n_seeds):
-            res = run_episode(make_policy(policy_name, **policy_kwargs), sc, seed)
+            res = run_episode(policy, sc, seed)
             here.append(res.ret)
             for k in KPIS:
                 kpis[k].append(res.kpis[k])

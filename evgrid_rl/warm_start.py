@@ -37,10 +37,11 @@ def demonstrations(
         "episode": [],
     }
     n_ep = 0
+    env, teacher = CandidateGymEnv(k=k), make_policy("distilled")
     for sc in scenarios:
         for seed in range(DEMO_FIRST_SEED, DEMO_FIRST_SEED + episodes):
-            env, teacher = CandidateGymEnv(sc, k=k), make_policy("distilled")
-            obs, _ = env.reset(seed=seed)
+            obs, _ = env.reset(seed=seed, options={"scenario": sc})
+            teacher.reset(seed)
             rewards, done = [], False
             while not done:
                 inner = env.core.observation()
