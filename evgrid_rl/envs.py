@@ -79,7 +79,10 @@ class MaskedGymEnv(_TrainingEnv):
 
 
 class CandidateRLlibEnv(_TrainingEnv):
-    """``CandidateGymEnv`` for RLlib (``k`` rows, default all 82)."""
+    """``CandidateGymEnv`` for RLlib (``k`` rows, default all 82). With
+    ``clock`` in the config, the observation also holds ``"minute"`` (the city's
+    clock, [min] since the episode began) for the learner's discount per minute
+    (``clock_gae``); the policy never reads it."""
 
     def __init__(self, config: dict[str, Any] | None = None) -> None:
         from evgrid_gym.candidate_env import K_DEFAULT, CandidateGymEnv
@@ -87,8 +90,22 @@ class CandidateRLlibEnv(_TrainingEnv):
         super().__init__(config)
         k = int(self.config.get("k", K_DEFAULT))
         self.env = CandidateGymEnv(self.scenarios[0], k=k)
+        self.clock = bool(self.config.get("clock", False))
         self.observation_space = self.env.observation_space
+        if self.clock:
+            self.observation_space = spaces.Dict(
+                {**self.env.observation_space.spaces, "minute": CLOCK_SPACE}
+            )
         self.action_space = self.env.action_space
+
+    def _out(self, obs: dict[str, np.ndarray], info: dict[str, Any]) -> Any:
+        if not self.clock:
+            return obs
+        minute = self.env.core.world.minute
+        return {**obs, "minute": np.array([minute], dtype=np.float32)}
+
+
+CLOCK_SPACE = spaces.Box(0.0, np.inf, shape=(1,), dtype=np.float32)  # [min]
 
 
 def make_vector_env(config: dict[str, Any] | None = None):  # noqa: ANN201

@@ -20,7 +20,8 @@ class Preset:
     grad_clip: float | None = None  # the gradient's global norm, clipped
     critic_state: bool = True  # candidates: the critic also reads the city's vector
     entropy_coeff: float = 0.01
-    gamma: float = 0.99  # per decision, not per minute: see cpu's 1.0
+    gamma: float = 0.99  # the discount: per decision, or per minute (clock)
+    clock: bool = False  # candidates: discount per minute of clock (clock_gae)
     lambda_: float = 0.95  # GAE
     clip: float = 0.2  # PPO's ratio clip
     vf_clip: float = 10.0  # [scaled reward] the value loss's clip
@@ -57,6 +58,13 @@ PRESETS: dict[str, Preset] = {
                      "report scenarios, 35 minutes on this 2-core CPU; the snapshot "
                      "shipped is the best on validation seeds (evgrid_rl.validate): "
                      "under a discount per decision PPO drifts to deferring later"),
+        Preset("cpu-clock", "candidates", iterations=10_000, batch_steps=8000,
+               minibatch=1000, epochs=6, hidden=(64, 64), lr=3e-4,
+               critic_state=False, gamma=0.995, clock=True, reward_scale=0.1,
+               vf_clip=100.0, num_envs=8, num_cpus=2, scenarios=REPORT_SCENARIOS,
+               minutes=60.0, eval_every=5, eval_seeds=4,
+               notes="cpu with the discount per minute of clock (0.995/min, "
+                     "clock_gae) instead of per decision, for 60 minutes"),
         Preset("cpu-warm", "candidates", iterations=10_000, batch_steps=8000,
                minibatch=1000, epochs=6, hidden=(64, 64), lr=3e-5, grad_clip=0.5,
                entropy_coeff=0.001, gamma=1.0,

@@ -72,10 +72,14 @@ def build_config(preset: Preset) -> Any:
         make_multi_agent_env,
     )
 
+    if preset.clock and preset.env != "candidates":
+        raise ValueError(f"preset {preset.name}: clock (a discount per minute) "
+                         "is built for the candidate env only")  # fmt: skip
     env_config = {
         "scenarios": list(preset.scenarios),
         "seed": preset.seed,
         "reward_scale": preset.reward_scale,
+        "clock": preset.clock,
     }
     spec = RLModuleSpec(
         module_class=ActionMaskingTorchRLModule,
@@ -110,6 +114,10 @@ def build_config(preset: Preset) -> Any:
     if preset.env == "candidates":
         from .candidate_module import CandidateScorerModule
 
+        if preset.clock:
+            from .clock_gae import ClockPPOLearner
+
+            config = config.training(learner_class=ClockPPOLearner)
         return config.environment(CandidateRLlibEnv, env_config=env_config).rl_module(
             rl_module_spec=RLModuleSpec(
                 module_class=CandidateScorerModule,
@@ -304,7 +312,7 @@ def warm_start(algo: Any, preset: Preset) -> dict[str, float]:
     ).build()
     module.set_state(algo.learner_group.get_weights()[DEFAULT_MODULE_ID])
     demos = demonstrations(preset.scenarios, preset.bc_episodes, K_DEFAULT,
-                           preset.gamma, preset.reward_scale)  # fmt: skip
+                           preset.gamma, preset.reward_scale, preset.clock)  # fmt: skip
     stats = fit(module, demos, preset.bc_epochs, seed=preset.seed)
     algo.learner_group.set_weights({DEFAULT_MODULE_ID: module.get_state()})
     algo.env_runner_group.sync_weights(

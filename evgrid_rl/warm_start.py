@@ -24,10 +24,13 @@ DEMO_FIRST_SEED = 800_000  # training seeds (< 900000), apart from RLlib's rando
 
 
 def demonstrations(
-    scenarios: tuple[str, ...], episodes: int, k: int, gamma: float, reward_scale: float
-) -> dict[str, np.ndarray]:
+    scenarios: tuple[str, ...], episodes: int, k: int, gamma: float,
+    reward_scale: float, clock: bool = False,
+) -> dict[str, np.ndarray]:  # fmt: skip
     """``episodes`` per scenario of ``distilled``: rows (N, k, F), mask (N, k), state
-    (N, OBS_SIZE), target (N,) the chosen row, ret (N,) the discounted scaled return, episode (N,)."""
+    (N, OBS_SIZE), target (N,) the chosen row, ret (N,) the discounted scaled return
+    (``gamma`` per decision, or with ``clock`` per minute between decisions, as
+    ``clock_gae``), episode (N,)."""
     out: dict[str, list[Any]] = {
         "rows": [],
         "mask": [],
@@ -42,8 +45,9 @@ def demonstrations(
         for seed in range(DEMO_FIRST_SEED, DEMO_FIRST_SEED + episodes):
             obs, _ = env.reset(seed=seed, options={"scenario": sc})
             teacher.reset(seed)
-            rewards, done = [], False
+            rewards, minutes, done = [], [], False
             while not done:
+                minutes.append(env.core.world.minute)
                 inner = env.core.observation()
                 c = candidates(inner)
                 _, _, pick = fixed_view(c, k)
@@ -57,9 +61,11 @@ def demonstrations(
                 out["episode"].append(n_ep)
                 obs, reward, done, _, _ = env.step(row)
                 rewards.append(reward * reward_scale)
+            minutes.append(env.core.world.minute)
+            disc = gamma ** np.diff(minutes) if clock else np.full(len(rewards), gamma)
             ret, acc = np.zeros(len(rewards)), 0.0
             for t in range(len(rewards) - 1, -1, -1):
-                acc = rewards[t] + gamma * acc
+                acc = rewards[t] + disc[t] * acc
                 ret[t] = acc
             out["ret"] += ret.tolist()
             n_ep += 1
