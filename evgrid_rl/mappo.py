@@ -20,6 +20,14 @@ the same observation. Each is one ``act`` call (a LOAD_SHIFT leaves the request
 pending, so the core asks again). So the episode is the parallel env's with these
 actors, core step for core step (``tests/rl`` checks it); same seed, same episode.
 
+On the candidate interface (weights with ``meta["interface"] == "marl-candidates"``,
+``evgrid_rl.candidate_marl``; the shipped ones) the agents take turns as that env
+deals them: at the first request with a choice in a tick (``operators_turn``) every
+operator scores its rows (``operator_rows``) from the same observation and its best
+cap, if any, is answered in agent order (each one the core would refuse by then
+dropped, as the env drops it); then the owning fleet scores the request's candidate
+rows and the best is answered.
+
 Registered with the core as ``"mappo"`` through the ``evgrid.policies`` entry points.
 """
 
@@ -32,9 +40,11 @@ from typing import Any
 import numpy as np
 
 from evgrid_core import Action, LoadShift, Observation
+from evgrid_core.candidates import candidates, fixed_view
 from evgrid_core.policies import register_policy
 from evgrid_gym import decode_action
 from evgrid_marl import FLEET_NOOP, AgentView, make_roster
+from evgrid_marl.operator_rows import operator_rows, operators_turn, squash_rows
 
 from .policy import ActorMLP
 
@@ -60,10 +70,13 @@ class MAPPOPolicy:
         with np.load(path, allow_pickle=False) as z:
             self.meta: dict[str, Any] = json.loads(str(z["meta"]))
         self.module_of: dict[str, str] = self.meta["module_of"]
+        self.rows = self.meta.get("interface") == "marl-candidates"
         self.actors = {
-            m: ActorMLP(path, prefix=f"{m}.")
+            m: ActorMLP(path, prefix=f"{m}.pi." if self.rows else f"{m}.")
             for m in sorted(set(self.module_of.values()))
         }
+        self.k, self.k_op = int(self.meta.get("k", 0)), int(self.meta.get("k_op", 0))
+        self._ops_tick = -1  # the tick the operators last answered (rows)
         self.view = AgentView(make_roster(self.meta.get("roles", "both")))
         # the rest of this request's parallel step: (agent, core action)
         self._queue: list[tuple[str, Action | str]] = []
@@ -71,7 +84,7 @@ class MAPPOPolicy:
         self._index: dict[str, int] = {}  # every agent's answer (index) to it
 
     def reset(self, seed: int) -> None:
-        self._queue, self._request = [], None
+        self._queue, self._request, self._ops_tick = [], None, -1
 
     def decide(self, obs: Observation) -> dict[str, int]:
         """Every agent's answer to ``obs`` (its masked argmax): the actions the
@@ -86,6 +99,8 @@ class MAPPOPolicy:
     def act(self, obs: Observation) -> Action | str:
         req = obs.request
         assert req is not None, "no request to decide"
+        if self.rows:
+            return self._act_on_rows(obs)
         if not self._queue or self._request != req.id:
             self._queue, self._request = self._step(obs), req.id
         while True:
@@ -96,6 +111,30 @@ class MAPPOPolicy:
             # earlier operator) is dropped, as the env drops it: the operator's mask
             if self.view.mask(obs, agent)[self._index[agent]]:
                 return action
+
+    def _act_on_rows(self, obs: Observation) -> Action | str:
+        c = candidates(obs)
+        if not len(c):  # no valid answer: turned away, no agent's turn
+            return "NO_STATION"
+        if operators_turn(obs, self._ops_tick):
+            self._ops_tick = obs.tick
+            self._queue = []
+            for op in self.view.roster.operators:
+                x, answers = operator_rows(obs, self.view.roster.stations_of[op])
+                rows, mask = squash_rows(x, self.k_op)
+                scores = self.actors[self.module_of[op]].logits(rows[mask])[:, 0]
+                shift = answers[int(np.argmax(scores))]
+                if shift is not None:
+                    self._queue.append((op, shift))
+        while self._queue:  # caps in agent order; one refused by now is dropped
+            _, shift = self._queue.pop(0)
+            assert isinstance(shift, LoadShift)
+            if obs.load_shifts_left > 0 and not obs.shifted[shift.station - 1]:
+                return shift
+        fleet = self.view.roster.fleet_of_class(obs.request.klass)  # type: ignore[union-attr]
+        rows, mask, pick = fixed_view(c, self.k)
+        scores = self.actors[self.module_of[fleet]].logits(rows[mask])[:, 0]
+        return c.actions[int(pick[int(np.argmax(scores))])]
 
     def _step(self, obs: Observation) -> list[tuple[str, Action | str]]:
         """The parallel step's core actions, (agent, action): the operators' shifts

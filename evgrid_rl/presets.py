@@ -10,7 +10,7 @@ REPORT_SCENARIOS = ("evening_peak", "heatwave", "festival_surge", "feeder_fault"
 @dataclass(frozen=True)
 class Preset:
     name: str
-    env: str  # "candidates" (the candidate rows) | "gym" (flat index) | "marl" (PettingZoo)
+    env: str  # "candidates" (rows) | "gym" (flat index) | "marl" (PettingZoo) | "marl-candidates"
     iterations: int
     batch_steps: int  # [env steps] per training iteration
     minibatch: int  # [env steps]
@@ -60,7 +60,7 @@ PRESETS: dict[str, Preset] = {
                      "under a discount per decision PPO drifts to deferring later"),
         Preset("cpu-clock", "candidates", iterations=10_000, batch_steps=8000,
                minibatch=1000, epochs=6, hidden=(64, 64), lr=3e-4,
-               critic_state=False, gamma=0.995, clock=True, reward_scale=0.1,
+               critic_state=False, gamma=0.995, clock=True, reward_scale=0.01,
                vf_clip=100.0, num_envs=8, num_cpus=2, scenarios=REPORT_SCENARIOS,
                minutes=60.0, eval_every=5, eval_seeds=4,
                notes="cpu with the discount per minute of clock (0.995/min, "
@@ -85,6 +85,14 @@ PRESETS: dict[str, Preset] = {
                epochs=4, hidden=(64, 64),
                notes="one CPU, 12k env steps (~40 episodes): a smoke of the loop, "
                      "too small to expect learning"),
+        Preset("cpu-mappo", "marl-candidates", iterations=10_000, batch_steps=8000,
+               minibatch=1000, epochs=6, hidden=(64, 64), lr=3e-4,
+               critic_state=True, gamma=0.995, clock=True, reward_scale=0.01,
+               vf_clip=100.0, num_envs=8, num_cpus=2, scenarios=REPORT_SCENARIOS,
+               minutes=45.0, eval_every=5, eval_seeds=4,
+               notes="the shipped mappo: fleets pick candidate rows, station "
+                     "operators cap their stations (evgrid_rl.candidate_marl), a "
+                     "team reward, the discount per minute, 45 minutes"),
         Preset("cpu-marl-small", "marl", iterations=8, batch_steps=1000, minibatch=250,
                epochs=4, hidden=(64, 64),
                notes="one CPU, ~8k parallel steps: shows the multi-agent loop runs"),

@@ -72,9 +72,9 @@ def build_config(preset: Preset) -> Any:
         make_multi_agent_env,
     )
 
-    if preset.clock and preset.env != "candidates":
+    if preset.clock and preset.env not in ("candidates", "marl-candidates"):
         raise ValueError(f"preset {preset.name}: clock (a discount per minute) "
-                         "is built for the candidate env only")  # fmt: skip
+                         "is built for the candidate envs only")  # fmt: skip
     env_config = {
         "scenarios": list(preset.scenarios),
         "seed": preset.seed,
@@ -127,6 +127,36 @@ def build_config(preset: Preset) -> Any:
                 },
             )
         )
+    if preset.env == "marl-candidates":
+        from .candidate_marl import CandidateMultiAgentEnv
+        from .candidate_module import CandidateScorerModule
+
+        if preset.clock:
+            from .clock_gae import ClockPPOLearner
+
+            config = config.training(learner_class=ClockPPOLearner)
+        module_of = modules_of(preset)
+        ids = sorted(set(module_of.values()))  # sorted: the same init in any process
+        row_spec = RLModuleSpec(
+            module_class=CandidateScorerModule,
+            model_config={"hidden": list(preset.hidden),
+                          "critic_state": preset.critic_state},
+        )  # fmt: skip
+        return (
+            # RLlib's pre-check steps random actions, masks ignored: refused here
+            config.environment(
+                CandidateMultiAgentEnv, env_config=env_config, disable_env_checking=True
+            )  # fmt: skip
+            .multi_agent(
+                policies=ids,
+                policy_mapping_fn=lambda agent_id, *a, **k: module_of[agent_id],
+            )
+            .rl_module(
+                rl_module_spec=MultiRLModuleSpec(
+                    rl_module_specs={m: row_spec for m in ids}
+                )
+            )
+        )
     if preset.env == "gym" and preset.compiled_batch:
         register_env("evgrid_masked_batch", make_masked_vector_env)
         return (
@@ -140,7 +170,7 @@ def build_config(preset: Preset) -> Any:
         )
     register_env("evgrid_marl", make_multi_agent_env)
     module_of = modules_of(preset)
-    ids = set(module_of.values())
+    ids = sorted(set(module_of.values()))  # sorted: the same init in any process
 
     def mapping(agent_id: str, *args: Any, **kwargs: Any) -> str:
         return module_of[agent_id]
@@ -262,7 +292,13 @@ def train(
         for key in ("entropy", "vf_explained_var", "mean_kl_loss", "vf_loss"):
             if key in learner:  # how the update went (single agent)
                 row[key] = round(float(learner[key]), 5)
-        if preset.env == "marl":  # each module's (role's) share of the return
+        if preset.env == "marl-candidates":  # the team's return: an operator's
+            # (they answer first in every episode, so they are paid all of it)
+            per_agent = runners.get("agent_episode_returns_mean", {})
+            row["return_mean"] = (
+                float(per_agent.get("operator_F1", float("nan"))) / preset.reward_scale
+            )
+        if preset.env.startswith("marl"):  # each module's (role's) return
             per = runners.get("module_episode_returns_mean", {})
             for mid in sorted(set(modules_of(preset).values())):
                 row[f"return_{mid}"] = float(per.get(mid, float("nan")))
@@ -362,6 +398,22 @@ def export(
         export_actor(algo.get_module(), out / "ppo_gym.npz", meta)
         return out / "ppo_gym.npz"
     module_of = modules_of(preset)
+    if preset.env == "marl-candidates":
+        from evgrid_gym.candidate_env import K_DEFAULT
+
+        from .candidate_marl import CandidateMultiAgentEnv
+        from .candidate_module import export_arrays
+
+        arrays = {}
+        for m in sorted(set(module_of.values())):
+            arrays.update({f"{m}.{k}": v for k, v in
+                           export_arrays(algo.get_module(m)).items()})  # fmt: skip
+        k_op = CandidateMultiAgentEnv().k_op
+        arrays["meta"] = np.array(json.dumps({
+            **meta, "k": K_DEFAULT, "k_op": k_op, "module_of": module_of,
+            "roles": "both", "policies": preset.policies}))  # fmt: skip
+        np.savez_compressed(out / "mappo.npz", **arrays)
+        return out / "mappo.npz"
     export_actors(
         {m: algo.get_module(m) for m in set(module_of.values())},
         module_of,

@@ -33,7 +33,7 @@ def validation_seeds(n: int) -> list[int]:
 
 
 # What a check records beside the return: EVs lost and the feeders' overload.
-KPIS = ("gave_up", "stranded", "overload_feeder_min", "shed_kwh")
+KPIS = ("gave_up", "stranded", "overload_feeder_min", "shed_kwh", "load_shifts")
 
 
 def check(
@@ -62,8 +62,10 @@ def check(
 def check_actor(
     weights: Path, scenarios: tuple[str, ...], n_seeds: int
 ) -> dict[str, float]:
-    """The exported actor at ``weights`` (``check`` of the ``ppo`` policy)."""
-    return check("ppo", scenarios, n_seeds, weights=weights)
+    """The exported actors at ``weights`` (``check`` of the ``mappo`` policy for a
+    ``mappo*.npz``, else of ``ppo``)."""
+    name = "mappo" if weights.name.startswith("mappo") else "ppo"
+    return check(name, scenarios, n_seeds, weights=weights)
 
 
 def _iteration(path: Path) -> int:

@@ -1,0 +1,100 @@
+"""``mappo`` on the candidate interface: the RLlib env's turns and the numpy policy's
+are one episode; operators' rows are only caps the core accepts; spaces hold."""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("ray.rllib")
+pytest.importorskip("pettingzoo")
+
+from evgrid_core import EVGridEnv, LoadShift  # noqa: E402
+from evgrid_core.policies import make_policy  # noqa: E402
+from evgrid_core.rollout import run_episode  # noqa: E402
+from evgrid_gym.candidate_env import K_DEFAULT, N_FEATURES  # noqa: E402
+from evgrid_marl import make_roster  # noqa: E402
+from evgrid_marl.operator_rows import (  # noqa: E402
+    N_OPERATOR_FEATURES,
+    SHIFT_OPTIONS,
+    operator_rows,
+)
+from evgrid_rl.candidate_marl import CandidateMultiAgentEnv  # noqa: E402
+from evgrid_rl.envs import draw_episode  # noqa: E402
+from evgrid_rl.policy import ActorMLP  # noqa: E402
+
+
+def _random_rows_weights(path: Path, seed: int, noop_bias: float) -> Path:
+    """Random actors in the export's layout (``fleet.pi.W0``...); ``noop_bias``
+    lowers the operators' hold row (features[0] is ``noop``) so they cap often."""
+    rng = np.random.default_rng(seed)
+    arrays = {}
+    for mid, f in (("fleet", N_FEATURES), ("operator", N_OPERATOR_FEATURES)):
+        sizes = [f, 16, 1]
+        for i, (a, b) in enumerate(zip(sizes, sizes[1:], strict=False)):
+            arrays[f"{mid}.pi.W{i}"] = rng.normal(0, 0.5, (b, a)).astype(np.float32)
+            arrays[f"{mid}.pi.b{i}"] = rng.normal(0, 0.1, b).astype(np.float32)
+    arrays["operator.pi.W0"][:, 0] -= noop_bias
+    module_of = {a: a.split("_")[0] for a in make_roster("both").agents}
+    meta = {"interface": "marl-candidates", "k": K_DEFAULT,
+            "k_op": CandidateMultiAgentEnv().k_op, "module_of": module_of}  # fmt: skip
+    arrays["meta"] = np.array(json.dumps(meta))
+    np.savez(path, **arrays)
+    return path
+
+
+def _env_episode(weights: Path, env_seed: int):  # noqa: ANN202
+    """The RLlib env played by the same actors' argmax: its return and shifts."""
+    actors = {m: ActorMLP(weights, f"{m}.pi.") for m in ("fleet", "operator")}
+    env = CandidateMultiAgentEnv({"scenarios": ["evening_peak", "festival_surge"],
+                                  "seed": env_seed})  # fmt: skip
+    obs, _ = env.reset()
+    total, done = 0.0, False
+    while not done:
+        acts = {}
+        for agent, o in obs.items():
+            assert env.observation_spaces[agent].contains(o), agent
+            m = o["action_mask"] > 0
+            scores = actors[agent.split("_")[0]].logits(o["candidates"][m])[:, 0]
+            acts[agent] = int(np.argmax(scores))
+        obs, rew, term, _, _ = env.step(acts)
+        total += next(iter(rew.values()))  # the team's: every agent paid the same
+        assert len(set(rew.values())) == 1
+        done = term["__all__"]
+    return total, env.shifts, env.core
+
+
+@pytest.mark.parametrize(("env_seed", "noop_bias"), [(1, 0.0), (2, 4.0)])
+def test_the_env_and_the_policy_play_one_episode(
+    tmp_path: Path, env_seed: int, noop_bias: float
+) -> None:
+    weights = _random_rows_weights(tmp_path / "mappo.npz", env_seed, noop_bias)
+    total, shifts, core = _env_episode(weights, env_seed)
+    scenario, seed = draw_episode(np.random.default_rng(env_seed),
+                                  ["evening_peak", "festival_surge"])  # fmt: skip
+    res = run_episode(make_policy("mappo", weights=weights), scenario, seed)
+    assert res.ret == pytest.approx(total, abs=1e-9)
+    assert res.kpis["load_shifts"] == shifts
+    if noop_bias:
+        assert shifts > 0  # the operators capped
+
+
+def test_operator_rows_are_hold_and_caps_the_core_accepts() -> None:
+    env = EVGridEnv()
+    obs = env.reset(seed=5, scenario="evening_peak")
+    roster = make_roster("both")
+    for op in roster.operators:
+        x, answers = operator_rows(obs, roster.stations_of[op])
+        assert answers[0] is None and x[0, 0] == 1.0 and (x[1:, 0] == 0).all()
+        assert len(answers) == 1 + len(roster.stations_of[op]) * len(SHIFT_OPTIONS)
+        for a in answers[1:]:
+            assert isinstance(a, LoadShift) and a.station in roster.stations_of[op]
+            assert env.validate(a)[0]
+    shift = operator_rows(obs, roster.stations_of[roster.operators[0]])[1][1]
+    env.step(shift)
+    x, answers = operator_rows(
+        env.observation(), roster.stations_of[roster.operators[0]]
+    )
+    assert shift.station not in {a.station for a in answers[1:]}  # capped: gone
+    assert (x[:, 14] == 1.0).all()  # feeder_stations_capped, on every row
