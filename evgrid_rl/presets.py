@@ -107,3 +107,14 @@ PRESETS: dict[str, Preset] = {
                notes="a 64-CPU cluster, multi-agent"),
     )
 }  # fmt: skip
+
+
+def modules_of(preset: Preset) -> dict[str, str]:
+    """Multi-agent: each agent's RLlib module (policy): ``shared``, one per role
+    (``fleet``, ``operator``); ``separate``, one per agent."""
+    from evgrid_marl import make_roster
+
+    agents = make_roster("both").agents
+    if preset.policies == "shared":
+        return {a: a.split("_")[0] for a in agents}
+    return {a: a for a in agents}

@@ -112,9 +112,9 @@ def test_numpy_logits_equal_rllib_modules(tmp_path: Path) -> None:
     )
 
     from evgrid_rl.envs import make_multi_agent_env
+    from evgrid_rl.export import export_actors
     from evgrid_rl.policy import ActorMLP
-    from evgrid_rl.presets import PRESETS
-    from evgrid_rl.train import export_actors, modules_of
+    from evgrid_rl.presets import PRESETS, modules_of
 
     env = make_multi_agent_env({})
     obs, _ = env.reset(seed=0)

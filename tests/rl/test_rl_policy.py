@@ -11,9 +11,9 @@ torch = pytest.importorskip("torch")
 from evgrid_core.policies import make_policy, policy_names  # noqa: E402
 from evgrid_core.rollout import play_episode  # noqa: E402
 from evgrid_rl.envs import MaskedGymEnv  # noqa: E402
+from evgrid_rl.export import export_actor  # noqa: E402
 from evgrid_rl.policy import SHIPPED_WARM, SHIPPED_WEIGHTS, ActorMLP  # noqa: E402
 from evgrid_rl.presets import PRESETS  # noqa: E402
-from evgrid_rl.train import export_actor  # noqa: E402
 
 
 def _module(hidden: tuple[int, ...]):  # noqa: ANN202
