@@ -57,8 +57,13 @@ class MAPPOPolicy:
     name = "mappo"
 
     def __init__(
-        self, weights: str | Path | None = None, model_path: str | None = None
+        self,
+        weights: str | Path | None = None,
+        model_path: str | None = None,
+        hold_operators: bool = False,
     ) -> None:
+        # hold_operators: the operators never cap (the fleets alone), to measure
+        # what their caps did (``evgrid_rl.shifts``); candidate interface only
         # model_path: what `evgrid eval --model PATH` passes
         weights = weights or model_path
         path = Path(weights) if weights else SHIPPED_WEIGHTS
@@ -77,6 +82,9 @@ class MAPPOPolicy:
         }
         self.k, self.k_op = int(self.meta.get("k", 0)), int(self.meta.get("k_op", 0))
         self._ops_tick = -1  # the tick the operators last answered (rows)
+        if hold_operators and not self.rows:
+            raise ValueError("hold_operators needs weights of the candidate interface")
+        self.hold_operators = hold_operators
         self.view = AgentView(make_roster(self.meta.get("roles", "both")))
         # the rest of this request's parallel step: (agent, core action)
         self._queue: list[tuple[str, Action | str]] = []
@@ -116,7 +124,7 @@ class MAPPOPolicy:
         c = candidates(obs)
         if not len(c):  # no valid answer: turned away, no agent's turn
             return "NO_STATION"
-        if operators_turn(obs, self._ops_tick):
+        if not self.hold_operators and operators_turn(obs, self._ops_tick):
             self._ops_tick = obs.tick
             self._queue = []
             for op in self.view.roster.operators:

@@ -27,11 +27,14 @@ from evgrid_rl.policy import ActorMLP  # noqa: E402
 
 def _random_rows_weights(path: Path, seed: int, noop_bias: float) -> Path:
     """Random actors in the export's layout (``fleet.pi.W0``...); ``noop_bias``
-    lowers the operators' hold row (features[0] is ``noop``) so they cap often."""
+    lowers the operators' hold row (``noop`` is features[0]) so they cap often."""
     rng = np.random.default_rng(seed)
     arrays = {}
-    for mid, f in (("fleet", N_FEATURES), ("operator", N_OPERATOR_FEATURES)):
-        sizes = [f, 16, 1]
+    # the operators' actor is linear, so noop_bias lowers the hold row's score
+    for mid, sizes in (
+        ("fleet", [N_FEATURES, 16, 1]),
+        ("operator", [N_OPERATOR_FEATURES, 1]),
+    ):
         for i, (a, b) in enumerate(zip(sizes, sizes[1:], strict=False)):
             arrays[f"{mid}.pi.W{i}"] = rng.normal(0, 0.5, (b, a)).astype(np.float32)
             arrays[f"{mid}.pi.b{i}"] = rng.normal(0, 0.1, b).astype(np.float32)
@@ -98,3 +101,22 @@ def test_operator_rows_are_hold_and_caps_the_core_accepts() -> None:
     )
     assert shift.station not in {a.station for a in answers[1:]}  # capped: gone
     assert (x[:, 14] == 1.0).all()  # feeder_stations_capped, on every row
+
+
+def test_holding_the_operators_removes_their_caps_only(tmp_path: Path) -> None:
+    from evgrid_rl.shifts import paired
+
+    weights = _random_rows_weights(tmp_path / "mappo.npz", 2, noop_bias=4.0)
+    r = paired(weights, "evening_peak", [900_000, 900_001])
+    assert (r["load_shifts"] > 0).all() and (r["held_load_shifts"] == 0).all()
+    assert (r["return"] != r["held_return"]).any()
+
+
+def test_hold_operators_needs_the_candidate_interface(tmp_path: Path) -> None:
+    flat = tmp_path / "mappo.npz"
+    meta = {"module_of": {a: a.split("_")[0] for a in make_roster("both").agents}}
+    np.savez(flat, **{"fleet.W0": np.zeros((2, 2)), "fleet.b0": np.zeros(2),
+                      "operator.W0": np.zeros((2, 2)), "operator.b0": np.zeros(2),
+                      "meta": np.array(json.dumps(meta))})  # fmt: skip
+    with pytest.raises(ValueError, match="candidate interface"):
+        make_policy("mappo", weights=flat, hold_operators=True)
