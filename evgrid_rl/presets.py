@@ -60,7 +60,7 @@ PRESETS: dict[str, Preset] = {
                      "under a discount per decision PPO drifts to deferring later"),
         Preset("cpu-clock", "candidates", iterations=10_000, batch_steps=8000,
                minibatch=1000, epochs=6, hidden=(64, 64), lr=3e-4,
-               critic_state=False, gamma=0.995, clock=True, reward_scale=0.01,
+               critic_state=False, gamma=0.98, clock=True, reward_scale=0.01,
                vf_clip=100.0, num_envs=8, num_cpus=2, scenarios=REPORT_SCENARIOS,
                minutes=60.0, eval_every=5, eval_seeds=4,
                notes="cpu with the discount per minute of clock (0.995/min, "
