@@ -68,7 +68,7 @@ class PPOPolicy:
 
     name = "ppo"
     shipped = SHIPPED_WEIGHTS
-    preset = "cpu"
+    preset = "cpu-clock"
 
     def __init__(self, weights: str | Path | None = None) -> None:
         path = Path(weights) if weights else self.shipped
@@ -121,7 +121,7 @@ register_policy(
     "ppo",
     PPOPolicy,
     "RLlib PPO from scratch on the candidate interface (one MLP scores each valid "
-    "ROUTE / DEFER), preset cpu; numpy",
+    "ROUTE / DEFER), discounted per minute, preset cpu-clock; numpy",
 )
 register_policy(
     "ppo_warm",

@@ -54,17 +54,18 @@ PRESETS: dict[str, Preset] = {
                reward_scale=0.1, vf_clip=100.0, num_envs=8,
                num_cpus=2, scenarios=REPORT_SCENARIOS, minutes=35.0, eval_every=5,
                eval_seeds=4,
-               notes="the shipped ppo: candidate rows scored by one MLP, the four "
-                     "report scenarios, 35 minutes on this 2-core CPU; the snapshot "
-                     "shipped is the best on validation seeds (evgrid_rl.validate): "
-                     "under a discount per decision PPO drifts to deferring later"),
+               notes="the earlier ppo: candidate rows scored by one MLP, the four "
+                     "report scenarios, 35 minutes on this 2-core CPU, a discount per "
+                     "decision (PPO drifts to deferring later; see cpu-clock)"),
         Preset("cpu-clock", "candidates", iterations=10_000, batch_steps=8000,
                minibatch=1000, epochs=6, hidden=(64, 64), lr=3e-4,
                critic_state=False, gamma=0.98, clock=True, reward_scale=0.01,
                vf_clip=100.0, num_envs=8, num_cpus=2, scenarios=REPORT_SCENARIOS,
-               minutes=60.0, eval_every=5, eval_seeds=4,
-               notes="cpu with the discount per minute of clock (0.995/min, "
-                     "clock_gae) instead of per decision, for 60 minutes"),
+               minutes=45.0, eval_every=5, eval_seeds=4,
+               notes="the shipped ppo: cpu with the discount per minute of clock "
+                     "(0.98/min, clock_gae) instead of per decision; about 2M env "
+                     "steps in 45 minutes here; the snapshot shipped is the best on "
+                     "validation seeds (evgrid_rl.validate)"),
         Preset("cpu-warm", "candidates", iterations=10_000, batch_steps=8000,
                minibatch=1000, epochs=6, hidden=(64, 64), lr=3e-5, grad_clip=0.5,
                entropy_coeff=0.001, gamma=1.0,

@@ -1,18 +1,20 @@
-"""RLlib PPO on the envs: ``python3 -m evgrid_rl.train --preset cpu``.
+"""RLlib PPO on the envs: ``python3 -m evgrid_rl.train --preset cpu-clock``.
 
-Presets (``evgrid_rl.presets``): ``cpu`` (the shipped ``ppo``: single-agent PPO on
-the candidate interface, ``evgrid_gym.candidate_env``, one network scoring every
-candidate row; 60 minutes on 2 CPUs, checkpoints and ``--resume``), ``cpu-flat``
-(the same PPO on the flat index, for comparison), ``cpu-small`` (the flat index, a
-smoke), ``cpu-marl-small`` (multi-agent PPO on the PettingZoo env, one policy
-shared by the fleets and one by the operators, or one per agent with ``--policies
-separate``), and ``cluster`` / ``cluster-marl`` (sized for a Ray cluster). Each run
-writes ``curve.csv`` and ``curve.png`` (training return per iteration, and the
-held-out checks of ``evgrid_rl.validate`` against greedy_eta on the same seeds)
-and the actors' weights as plain numpy arrays: ``ppo.npz`` (candidates) or
-``ppo_gym.npz`` (flat) for the ``ppo`` policy (``evgrid_rl.policy``), ``mappo.npz``
-(multi-agent: one actor per module) for ``mappo`` (``evgrid_rl.mappo``); neither
-needs torch.
+Presets (``evgrid_rl.presets``): ``cpu-clock`` (the shipped ``ppo``: single-agent
+PPO on the candidate interface, ``evgrid_gym.candidate_env``, one network scoring
+every candidate row, discounted per minute of clock, ``evgrid_rl.clock_gae``; 45
+minutes on 2 CPUs, checkpoints and ``--resume``), ``cpu`` (the same with a discount
+per decision), ``cpu-warm`` (cloned from ``distilled`` first), ``cpu-mappo`` (the
+shipped ``mappo``: fleets and station operators on the candidate interface,
+``evgrid_rl.candidate_marl``), ``cpu-flat`` (PPO on the flat index, for comparison),
+``cpu-small`` (the flat index, a smoke), ``cpu-marl-small`` (multi-agent PPO on the
+PettingZoo env, one policy shared by the fleets and one by the operators, or one per
+agent with ``--policies separate``), and ``cluster`` / ``cluster-marl`` (sized for a
+Ray cluster). Each run writes ``curve.csv`` and ``curve.png`` (training return per
+iteration, and the held-out checks of ``evgrid_rl.validate`` against greedy_eta on
+the same seeds) and the actors' weights as plain numpy arrays (``evgrid_rl.export``):
+``ppo.npz`` for the ``ppo`` policy (``evgrid_rl.policy``), ``mappo.npz`` for
+``mappo`` (``evgrid_rl.mappo``); neither needs torch.
 """
 
 from __future__ import annotations
