@@ -109,3 +109,15 @@ def test_the_clock_preset_learner_uses_the_clock() -> None:
         ray.shutdown()
     with pytest.raises(ValueError, match="candidate env only"):
         build_config(replace(PRESETS["cpu-small"], clock=True))
+
+
+def test_every_preset_builds_and_the_clock_ones_discount_per_minute() -> None:
+    from evgrid_rl.clock_gae import ClockPPOLearner
+    from evgrid_rl.train import build_config
+
+    for preset in PRESETS.values():
+        config = build_config(preset)
+        assert (config.learner_class is ClockPPOLearner) == preset.clock, preset.name
+        if preset.clock:
+            assert config.env_config["clock"] is True, preset.name
+    assert PRESETS["cluster"].clock and PRESETS["cluster-marl"].env == "marl-candidates"

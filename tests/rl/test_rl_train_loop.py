@@ -21,7 +21,7 @@ from evgrid_rl.validate import VALIDATION_FIRST_SEED, check, select  # noqa: E40
 def test_tiny_run_checks_exports_and_resumes(tmp_path: Path) -> None:
     import ray
 
-    tiny = replace(PRESETS["cpu"], iterations=2, batch_steps=300, minibatch=150,
+    tiny = replace(PRESETS["cpu-clock"], iterations=2, batch_steps=300, minibatch=150,
                    epochs=1, num_envs=2, num_cpus=1, eval_every=2, eval_seeds=1,
                    scenarios=("evening_peak",), minutes=0.0)  # fmt: skip
     try:
