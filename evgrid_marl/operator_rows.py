@@ -5,8 +5,9 @@ each row is one answer the operator may give now, described by named features re
 from the core's ``Observation`` alone, so one network can score the rows of every
 operator with the same weights. Row 0 is always NOOP (hold: no cap); then one row
 per (own station, cap, minutes) the core would accept now (the station not already
-capped, the tick's LOAD_SHIFT budget not spent), stations in id order, caps and
-minutes in ``SHIFT_CAP_PCT`` x ``SHIFT_MINUTES`` order.
+capped, the tick's LOAD_SHIFT budget not spent) on a station drawing power (a cap
+on an idle one cuts nothing now), stations in id order, caps and minutes in
+``SHIFT_CAP_PCT`` x ``SHIFT_MINUTES`` order.
 
 Features are squashed as ``fixed_view`` squashes the fleets' (sign(x) log(1 + |x|)):
 minutes, kW and flags on one scale, no statistics learnt from data.
@@ -61,7 +62,7 @@ def operator_rows(
     open_ = (
         []
         if obs.load_shifts_left <= 0 or obs.request is None
-        else [int(s) for s in s0 if not obs.shifted[s]]
+        else [int(s) for s in s0 if not obs.shifted[s] and obs.station_kw[s] > 0]
     )
     n = 1 + len(open_) * len(SHIFT_OPTIONS)
     x = np.zeros((n, N_OPERATOR_FEATURES), dtype=np.float64)
@@ -109,11 +110,20 @@ def squash_rows(x: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     return rows, mask
 
 
-def operators_turn(obs: Observation, last_tick: int) -> bool:
-    """Whether the operators answer before this request's fleet: at the first request
-    with a choice in a tick (``last_tick``: the tick they last answered), while the
-    tick's LOAD_SHIFT budget lasts. The candidate multi-agent env and the ``mappo``
-    policy both take turns by this rule."""
-    return (
-        obs.request is not None and obs.tick != last_tick and obs.load_shifts_left > 0
-    )
+def operators_due(
+    obs: Observation, last_tick: int, stations_of: dict[str, tuple[int, ...]]
+) -> list[str]:
+    """The operators who answer before this request's fleet, in roster order: those
+    whose feeder is forecast over its limit (``feeder_forecast`` > 1), at the first
+    request with a choice in a tick at which any is (``last_tick``: the tick they last
+    answered), while the tick's LOAD_SHIFT budget lasts. A cap can only pay on a
+    feeder headed over its limit; elsewhere it costs its ``load_shift`` and relieves
+    nothing. The candidate multi-agent env and the ``mappo`` policy both take turns
+    by this rule."""
+    if obs.request is None or obs.tick == last_tick or obs.load_shifts_left <= 0:
+        return []
+    return [
+        op
+        for op, stations in stations_of.items()
+        if obs.feeder_forecast[int(obs.feeder_of[stations[0] - 1])] > 1.0
+    ]

@@ -4,11 +4,12 @@ The agents are ``evgrid_marl``'s (three fleet operators, one per EV class; six
 station operators, one per feeder), taking turns on one core episode
 (RLlib's turn-based ``MultiAgentEnv``):
 
-- at the first request with a choice in each tick (``operators_turn``), every
-  station operator answers from the same observation with a row of its own
-  (``operator_rows``: hold, or cap one of its stations at 25/50/75 % for 15-60
-  minutes); the caps apply in agent order, each one the core would refuse by then
-  (the tick's budget of ``max_load_shifts_per_tick`` spent) dropped at no cost;
+- at the first request with a choice in a tick at which a feeder is forecast over
+  its limit (``operators_due``), the operators of such feeders answer from the same
+  observation with a row of their own (``operator_rows``: hold, or cap one of their
+  stations drawing power at 25/50/75 % for 15-60 minutes); the caps apply in agent
+  order, each one the core would refuse by then (the tick's budget of
+  ``max_load_shifts_per_tick`` spent) dropped at no cost;
 - then the fleet that owns the request picks one of its candidate rows
   (``evgrid_core.candidates.fixed_view``, as ``CandidateGymEnv``), and the core
   steps. Requests with no valid answer are answered by the env (turned away), as in
@@ -39,7 +40,7 @@ from evgrid_marl.operator_rows import (
     N_OPERATOR_FEATURES,
     operator_rows,
     operator_rows_k,
-    operators_turn,
+    operators_due,
     squash_rows,
 )
 
@@ -146,8 +147,9 @@ class CandidateMultiAgentEnv(MultiAgentEnv):
                 for a in self._acted
             }  # fmt: skip
         out = {}
-        if operators_turn(obs, self._ops_tick):
-            self._turn = list(self.roster.operators)
+        due = operators_due(obs, self._ops_tick, self.roster.stations_of)
+        if due:
+            self._turn = due
             for op in self._turn:
                 x, answers = operator_rows(obs, self.roster.stations_of[op])
                 rows, mask = squash_rows(x, self.k_op)

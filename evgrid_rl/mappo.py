@@ -22,9 +22,10 @@ actors, core step for core step (``tests/rl`` checks it); same seed, same episod
 
 On the candidate interface (weights with ``meta["interface"] == "marl-candidates"``,
 ``evgrid_rl.candidate_marl``; the shipped ones) the agents take turns as that env
-deals them: at the first request with a choice in a tick (``operators_turn``) every
-operator scores its rows (``operator_rows``) from the same observation and its best
-cap, if any, is answered in agent order (each one the core would refuse by then
+deals them: at the first request with a choice in a tick at which a feeder is
+forecast over its limit (``operators_due``), each such feeder's operator scores its
+rows (``operator_rows``) from the same observation and its best cap, if any, is
+answered in agent order (each one the core would refuse by then
 dropped, as the env drops it); then the owning fleet scores the request's candidate
 rows and the best is answered.
 
@@ -44,7 +45,7 @@ from evgrid_core.candidates import candidates, fixed_view
 from evgrid_core.policies import register_policy
 from evgrid_gym import decode_action
 from evgrid_marl import FLEET_NOOP, AgentView, make_roster
-from evgrid_marl.operator_rows import operator_rows, operators_turn, squash_rows
+from evgrid_marl.operator_rows import operator_rows, operators_due, squash_rows
 
 from .policy import ActorMLP
 
@@ -124,11 +125,13 @@ class MAPPOPolicy:
         c = candidates(obs)
         if not len(c):  # no valid answer: turned away, no agent's turn
             return "NO_STATION"
-        if not self.hold_operators and operators_turn(obs, self._ops_tick):
+        roster = self.view.roster
+        due = operators_due(obs, self._ops_tick, roster.stations_of)
+        if due and not self.hold_operators:
             self._ops_tick = obs.tick
             self._queue = []
-            for op in self.view.roster.operators:
-                x, answers = operator_rows(obs, self.view.roster.stations_of[op])
+            for op in due:
+                x, answers = operator_rows(obs, roster.stations_of[op])
                 rows, mask = squash_rows(x, self.k_op)
                 scores = self.actors[self.module_of[op]].logits(rows[mask])[:, 0]
                 shift = answers[int(np.argmax(scores))]

@@ -90,10 +90,11 @@ PRESETS: dict[str, Preset] = {
                minibatch=1000, epochs=6, hidden=(64, 64), lr=3e-4,
                critic_state=True, gamma=0.98, clock=True, reward_scale=0.01,
                vf_clip=100.0, num_envs=8, num_cpus=2, scenarios=REPORT_SCENARIOS,
-               minutes=35.0, eval_every=5, eval_seeds=4,
-               notes="the shipped mappo: fleets pick candidate rows, station "
-                     "operators cap their stations (evgrid_rl.candidate_marl), a "
-                     "team reward, the discount per minute, 35 minutes"),
+               minutes=25.0, eval_every=5, eval_seeds=4,
+               notes="the shipped mappo: fleets pick candidate rows, the operators "
+                     "of feeders forecast over their limit may cap their stations "
+                     "(evgrid_rl.candidate_marl), a team reward, the discount per "
+                     "minute, 25 minutes"),
         Preset("cpu-marl-small", "marl", iterations=8, batch_steps=1000, minibatch=250,
                epochs=4, hidden=(64, 64),
                notes="one CPU, ~8k parallel steps: shows the multi-agent loop runs"),

@@ -19,6 +19,7 @@ from evgrid_marl.operator_rows import (  # noqa: E402
     N_OPERATOR_FEATURES,
     SHIFT_OPTIONS,
     operator_rows,
+    operators_due,
 )
 from evgrid_rl.candidate_marl import CandidateMultiAgentEnv  # noqa: E402
 from evgrid_rl.envs import draw_episode  # noqa: E402
@@ -84,30 +85,56 @@ def test_the_env_and_the_policy_play_one_episode(
 
 
 def test_operator_rows_are_hold_and_caps_the_core_accepts() -> None:
-    env = EVGridEnv()
+    env, greedy = EVGridEnv(), make_policy("greedy_eta")
     obs = env.reset(seed=5, scenario="evening_peak")
+    while obs.tick < 6 or obs.load_shifts_left < 2:  # stations drawing power
+        env.step(greedy.act(obs))
+        obs = env.observation()
     roster = make_roster("both")
+    seen = 0
     for op in roster.operators:
         x, answers = operator_rows(obs, roster.stations_of[op])
         assert answers[0] is None and x[0, 0] == 1.0 and (x[1:, 0] == 0).all()
-        assert len(answers) == 1 + len(roster.stations_of[op]) * len(SHIFT_OPTIONS)
+        drawing = [s for s in roster.stations_of[op] if obs.station_kw[s - 1] > 0]
+        assert len(answers) == 1 + len(drawing) * len(SHIFT_OPTIONS)
         for a in answers[1:]:
-            assert isinstance(a, LoadShift) and a.station in roster.stations_of[op]
+            assert isinstance(a, LoadShift) and a.station in drawing
             assert env.validate(a)[0]
-    shift = operator_rows(obs, roster.stations_of[roster.operators[0]])[1][1]
+        seen += len(answers) - 1
+    assert seen > 0
+    op = next(o for o in roster.operators
+              if len(operator_rows(obs, roster.stations_of[o])[1]) > 1)  # fmt: skip
+    shift = operator_rows(obs, roster.stations_of[op])[1][1]
     env.step(shift)
-    x, answers = operator_rows(
-        env.observation(), roster.stations_of[roster.operators[0]]
-    )
+    x, answers = operator_rows(env.observation(), roster.stations_of[op])
     assert shift.station not in {a.station for a in answers[1:]}  # capped: gone
     assert (x[:, 14] == 1.0).all()  # feeder_stations_capped, on every row
+
+
+def test_only_operators_of_feeders_forecast_over_their_limit_are_due() -> None:
+    env, greedy = EVGridEnv(), make_policy("greedy_eta")
+    obs = env.reset(seed=900_003, scenario="festival_surge")
+    roster = make_roster("both")
+    due_seen = False
+    while not env.done:
+        if obs.request is not None:
+            due = operators_due(obs, -1, roster.stations_of)
+            over = {int(f) for f in np.flatnonzero(obs.feeder_forecast > 1.0)}
+            want = [o for o in roster.operators
+                    if int(obs.feeder_of[roster.stations_of[o][0] - 1]) in over]  # fmt: skip
+            assert due == (want if obs.load_shifts_left > 0 else [])
+            assert operators_due(obs, obs.tick, roster.stations_of) == []  # answered
+            due_seen |= bool(due)
+        env.step(greedy.act(obs))
+        obs = env.observation()
+    assert due_seen  # festival_surge drives a feeder over its limit
 
 
 def test_holding_the_operators_removes_their_caps_only(tmp_path: Path) -> None:
     from evgrid_rl.shifts import paired
 
     weights = _random_rows_weights(tmp_path / "mappo.npz", 2, noop_bias=4.0)
-    r = paired(weights, "evening_peak", [900_000, 900_001])
+    r = paired(weights, "festival_surge", [900_000, 900_001])
     assert (r["load_shifts"] > 0).all() and (r["held_load_shifts"] == 0).all()
     assert (r["return"] != r["held_return"]).any()
 
