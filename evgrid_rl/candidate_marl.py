@@ -165,3 +165,22 @@ class CandidateMultiAgentEnv(MultiAgentEnv):
         self._turn = [fleet]
         return {fleet: {"action_mask": mask.astype(np.float32), "candidates": rows,
                         "state": state, "minute": minute}}  # fmt: skip
+
+
+def log_team_return(
+    *, episode: Any, prev_episode_chunks: list | None = None,
+    metrics_logger: Any = None, **kwargs: Any,
+) -> None:  # fmt: skip
+    """RLlib ``on_episode_end`` callback: the team's return as ``team_return`` (the
+    env runners' mean over the last 100 episodes). The agents who answered the
+    episode's first turn were paid every step's reward; every other agent only from
+    its first turn on, so with rewards that are costs (never positive) the team's
+    return is the lowest agent's, summed over the episode's chunks."""
+    per_agent: dict[str, float] = {}
+    for chunk in [*(prev_episode_chunks or []), episode]:
+        for agent, ep in chunk.agent_episodes.items():
+            per_agent[agent] = per_agent.get(agent, 0.0) + float(ep.get_return())
+    if per_agent and metrics_logger is not None:
+        metrics_logger.log_value(
+            "team_return", min(per_agent.values()), reduce="mean", window=100
+        )

@@ -128,9 +128,10 @@ def build_config(preset: Preset) -> Any:
             )
         )
     if preset.env == "marl-candidates":
-        from .candidate_marl import CandidateMultiAgentEnv
+        from .candidate_marl import CandidateMultiAgentEnv, log_team_return
         from .candidate_module import CandidateScorerModule
 
+        config = config.callbacks(on_episode_end=log_team_return)
         if preset.clock:
             from .clock_gae import ClockPPOLearner
 
@@ -243,12 +244,9 @@ def train(
         for key in ("entropy", "vf_explained_var", "mean_kl_loss", "vf_loss"):
             if key in learner:  # how the update went (single agent)
                 row[key] = round(float(learner[key]), 5)
-        if preset.env == "marl-candidates":  # the team's return: an operator's
-            # (they answer first in every episode, so they are paid all of it)
-            per_agent = runners.get("agent_episode_returns_mean", {})
-            row["return_mean"] = (
-                float(per_agent.get("operator_F1", float("nan"))) / preset.reward_scale
-            )
+        if preset.env == "marl-candidates":  # the team's (candidate_marl)
+            team = float(runners.get("team_return", float("nan")))
+            row["return_mean"] = team / preset.reward_scale
         if preset.env.startswith("marl"):  # each module's (role's) return
             per = runners.get("module_episode_returns_mean", {})
             for mid in sorted(set(modules_of(preset).values())):

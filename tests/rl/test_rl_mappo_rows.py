@@ -147,3 +147,20 @@ def test_hold_operators_needs_the_candidate_interface(tmp_path: Path) -> None:
                       "meta": np.array(json.dumps(meta))})  # fmt: skip
     with pytest.raises(ValueError, match="candidate interface"):
         make_policy("mappo", weights=flat, hold_operators=True)
+
+
+def test_the_team_return_is_the_earliest_agents_over_all_chunks() -> None:
+    from types import SimpleNamespace as NS
+
+    from evgrid_rl.candidate_marl import log_team_return
+
+    def chunk(**returns: float) -> NS:
+        return NS(agent_episodes={a: NS(get_return=lambda r=r: r)
+                                  for a, r in returns.items()})  # fmt: skip
+
+    logged = []
+    logger = NS(log_value=lambda key, value, **kw: logged.append((key, value)))
+    first = chunk(operator_F1=-3.0, fleet_car=-2.0)  # operator_F1 acted at reset
+    last = chunk(operator_F1=-4.0, fleet_car=-4.0, fleet_cab=-1.5)
+    log_team_return(episode=last, prev_episode_chunks=[first], metrics_logger=logger)
+    assert logged == [("team_return", -7.0)]
