@@ -1,7 +1,8 @@
 """``mappo``: the multi-agent PPO actors, acting together in the single-agent env.
 
-The RLlib run on the PettingZoo env (``python3 -m evgrid_rl.train --preset
-cpu-marl-small``) trains one actor per module: ``fleet`` (shared by the three fleet
+The shipped actors come from the candidate interface (``--preset cpu-mappo``, below);
+older exports from the RLlib run on the PettingZoo env (``python3 -m evgrid_rl.train
+--preset cpu-marl-small``) still load. That run trains one actor per module: ``fleet`` (shared by the three fleet
 operators) and ``operator`` (shared by the six station operators), or one per agent
 with ``--policies separate``. Their weights (``evgrid_rl/data/mappo.npz``: plain
 numpy arrays, ``{module}.W0, {module}.b0, ...`` and a JSON ``meta`` with each
@@ -71,7 +72,7 @@ class MAPPOPolicy:
         if not path.is_file():
             raise FileNotFoundError(
                 f"no multi-agent PPO weights at {path}: train them with "
-                "`python3 -m evgrid_rl.train --preset cpu-marl-small` (the rl extra)"
+                "`python3 -m evgrid_rl.train --preset cpu-mappo` (the rl extra)"
             )
         with np.load(path, allow_pickle=False) as z:
             self.meta: dict[str, Any] = json.loads(str(z["meta"]))
@@ -173,5 +174,6 @@ class MAPPOPolicy:
 register_policy(
     "mappo",
     MAPPOPolicy,
-    "RLlib multi-agent PPO (fleet and station operators, cpu-marl-small preset), numpy",
+    "RLlib multi-agent PPO on the candidate interface (fleets pick rows, station "
+    "operators cap on feeders forecast over their limit), preset cpu-mappo; numpy",
 )

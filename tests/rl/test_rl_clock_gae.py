@@ -107,7 +107,7 @@ def test_the_clock_preset_learner_uses_the_clock() -> None:
         algo.stop()
     finally:
         ray.shutdown()
-    with pytest.raises(ValueError, match="candidate env only"):
+    with pytest.raises(ValueError, match="candidate envs only"):
         build_config(replace(PRESETS["cpu-small"], clock=True))
 
 

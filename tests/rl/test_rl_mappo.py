@@ -94,7 +94,7 @@ def test_mappo_is_a_registered_plugin() -> None:
     assert "mappo" in policy_names()  # through the evgrid.policies entry points
     if SHIPPED_WEIGHTS.is_file():
         p = make_policy("mappo")
-        assert p.meta["preset"] == "cpu-marl-small"
+        assert p.meta["preset"] == "cpu-mappo" and p.rows  # the candidate interface
         assert set(p.actors) == {"fleet", "operator"}
         with np.load(SHIPPED_WEIGHTS, allow_pickle=False) as z:  # no pickles
             assert all(z[k].dtype != object for k in z.files)

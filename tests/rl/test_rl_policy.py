@@ -70,7 +70,7 @@ def test_registered_policy_plays_valid_episode(exported) -> None:  # noqa: ANN00
 
 @pytest.mark.parametrize(
     ("name", "path", "preset"),
-    [("ppo", SHIPPED_WEIGHTS, "cpu"), ("ppo_warm", SHIPPED_WARM, "cpu-warm")],
+    [("ppo", SHIPPED_WEIGHTS, "cpu-clock"), ("ppo_warm", SHIPPED_WARM, "cpu-warm")],
 )
 def test_ppo_is_a_registered_plugin(name: str, path: Path, preset: str) -> None:
     assert name in policy_names()  # through the evgrid.policies entry points
