@@ -102,16 +102,7 @@ class CandidateGymEnv(gym.Env):
         return self._obs(), reward, done, False, info
 
     def _to_next_choice(self) -> float:
-        """Answer the requests no action can serve (the EV is turned away, as under
-        every policy) until one has a choice or the episode ends; their reward."""
-        reward = 0.0
-        while not self.core.done:
-            c = candidates(self.core.observation())
-            if len(c):
-                self._cands = c
-                return reward
-            reward += self.core.step("NO_STATION").reward
-        self._cands = None
+        reward, self._cands = to_next_choice(self.core)
         return reward
 
     def _obs(self) -> dict[str, np.ndarray]:
@@ -134,3 +125,16 @@ class CandidateGymEnv(gym.Env):
 
     def render(self) -> str | None:
         return self.core.render_text() if self.render_mode == "ansi" else None
+
+
+def to_next_choice(core: EVGridEnv) -> tuple[float, Candidates | None]:
+    """Answer the requests no action can serve (the EV is turned away, as under every
+    policy) until one has a choice or the episode ends: their reward, and the
+    candidates of the request with a choice (None: the episode has ended)."""
+    reward = 0.0
+    while not core.done:
+        c = candidates(core.observation())
+        if len(c):
+            return reward, c
+        reward += core.step("NO_STATION").reward
+    return reward, None

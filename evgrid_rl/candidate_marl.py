@@ -32,9 +32,9 @@ from gymnasium import spaces
 from ray.rllib.env.multi_agent_env import MultiAgentEnv
 
 from evgrid_core import EVGridEnv
-from evgrid_core.candidates import candidates, fixed_view
+from evgrid_core.candidates import Candidates, fixed_view
 from evgrid_core.features import OBS_HIGH, OBS_LOW, OBS_SIZE
-from evgrid_gym.candidate_env import K_DEFAULT, N_FEATURES
+from evgrid_gym.candidate_env import K_DEFAULT, N_FEATURES, to_next_choice
 from evgrid_marl import make_roster
 from evgrid_marl.operator_rows import (
     N_OPERATOR_FEATURES,
@@ -86,6 +86,7 @@ class CandidateMultiAgentEnv(MultiAgentEnv):
         self._acted: set[str] = set()
         self._ops_tick = -1
         self._carry = 0.0
+        self._cands: Candidates | None = None  # the request's, when it has a choice
         self.shifts = 0  # LOAD_SHIFTs applied this episode
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):  # noqa: ANN201
@@ -124,9 +125,7 @@ class CandidateMultiAgentEnv(MultiAgentEnv):
         return obs, rewards, terms, {"__all__": False}, {}
 
     def _to_next_choice(self) -> float:
-        reward = 0.0
-        while not self.core.done and not len(candidates(self.core.observation())):
-            reward += self.core.step("NO_STATION").reward
+        reward, self._cands = to_next_choice(self.core)
         return reward
 
     def _observe(self) -> dict[str, dict[str, np.ndarray]]:
@@ -159,7 +158,8 @@ class CandidateMultiAgentEnv(MultiAgentEnv):
             return out
         assert obs.request is not None
         fleet = self.roster.fleet_of_class(obs.request.klass)
-        c = candidates(obs)
+        c = self._cands  # listed by _to_next_choice for this very observation
+        assert c is not None
         rows, mask, pick = fixed_view(c, K_DEFAULT)
         self._answers[fleet] = [c.actions[int(p)] for p in pick[mask]]
         self._turn = [fleet]

@@ -42,13 +42,13 @@ from typing import Any
 import numpy as np
 
 from evgrid_core import Action, LoadShift, Observation
-from evgrid_core.candidates import candidates, fixed_view
+from evgrid_core.candidates import candidates
 from evgrid_core.policies import register_policy
 from evgrid_gym import decode_action
 from evgrid_marl import FLEET_NOOP, AgentView, make_roster
 from evgrid_marl.operator_rows import operator_rows, operators_due, squash_rows
 
-from .policy import ActorMLP
+from .policy import ActorMLP, best_candidate
 
 SHIPPED_WEIGHTS = Path(__file__).parent / "data" / "mappo.npz"
 
@@ -143,10 +143,8 @@ class MAPPOPolicy:
             assert isinstance(shift, LoadShift)
             if obs.load_shifts_left > 0 and not obs.shifted[shift.station - 1]:
                 return shift
-        fleet = self.view.roster.fleet_of_class(obs.request.klass)  # type: ignore[union-attr]
-        rows, mask, pick = fixed_view(c, self.k)
-        scores = self.actors[self.module_of[fleet]].logits(rows[mask])[:, 0]
-        return c.actions[int(pick[int(np.argmax(scores))])]
+        fleet = roster.fleet_of_class(obs.request.klass)  # type: ignore[union-attr]
+        return best_candidate(self.actors[self.module_of[fleet]], c, self.k)
 
     def _step(self, obs: Observation) -> list[tuple[str, Action | str]]:
         """The parallel step's core actions, (agent, action): the operators' shifts

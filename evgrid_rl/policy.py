@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from evgrid_core import Action, Observation
-from evgrid_core.candidates import candidates, fixed_view
+from evgrid_core.candidates import Candidates, candidates, fixed_view
 from evgrid_core.policies import register_policy
 from evgrid_gym import action_mask, decode_action, encode_observation
 
@@ -58,6 +58,14 @@ class ActorMLP:
             if i < len(self.layers) - 1:
                 h = np.tanh(h)
         return h
+
+
+def best_candidate(actor: ActorMLP, c: Candidates, k: int) -> Action:
+    """The candidate whose row (``fixed_view(c, k)``) ``actor`` scores highest (ties
+    to the first row)."""
+    rows, mask, pick = fixed_view(c, k)
+    scores = actor.logits(rows[mask])[:, 0]  # valid rows lead
+    return c.actions[int(pick[int(np.argmax(scores))])]
 
 
 class PPOPolicy:
@@ -100,11 +108,7 @@ class PPOPolicy:
 
     def _act_on_candidates(self, obs: Observation) -> Action | str:
         c = candidates(obs)
-        if not len(c):
-            return "NO_STATION"
-        rows, mask, pick = fixed_view(c, self.k)
-        scores = self.model.logits(rows[mask])[:, 0]  # valid rows lead
-        return c.actions[int(pick[int(np.argmax(scores))])]
+        return best_candidate(self.model, c, self.k) if len(c) else "NO_STATION"
 
 
 class WarmPPOPolicy(PPOPolicy):

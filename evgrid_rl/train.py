@@ -111,13 +111,13 @@ def build_config(preset: Preset) -> Any:
         )
         .debugging(seed=preset.seed)
     )
+    if preset.clock:  # the candidate envs (checked above)
+        from .clock_gae import ClockPPOLearner
+
+        config = config.training(learner_class=ClockPPOLearner)
     if preset.env == "candidates":
         from .candidate_module import CandidateScorerModule
 
-        if preset.clock:
-            from .clock_gae import ClockPPOLearner
-
-            config = config.training(learner_class=ClockPPOLearner)
         return config.environment(CandidateRLlibEnv, env_config=env_config).rl_module(
             rl_module_spec=RLModuleSpec(
                 module_class=CandidateScorerModule,
@@ -132,10 +132,6 @@ def build_config(preset: Preset) -> Any:
         from .candidate_module import CandidateScorerModule
 
         config = config.callbacks(on_episode_end=log_team_return)
-        if preset.clock:
-            from .clock_gae import ClockPPOLearner
-
-            config = config.training(learner_class=ClockPPOLearner)
         module_of = modules_of(preset)
         ids = sorted(set(module_of.values()))  # sorted: the same init in any process
         row_spec = RLModuleSpec(
