@@ -129,6 +129,8 @@ def _text(action: Action) -> str:
 def describe_action(action: object) -> str:
     """The action's text, or its repr when it has none (``Defer(3, nan)``): what a
     step's info and a log show."""
+    if type(action) is Route and _plain_route(action):  # the common case, at once
+        return _text(action)
     return _text(action) if _has_text(action) else repr(action)[:200]  # type: ignore[arg-type]
 
 

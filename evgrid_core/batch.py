@@ -13,10 +13,13 @@ row then holds the new episode's first observation, and ``finished`` lists the
 episodes that ended (return, steps, invalid answers, the KPI counters). Env i's
 k-th episode has seed ``seed + k * n + i`` (modulo ``seed_limit`` when one is given: a
 trainer keeps below its held-out seeds) and scenario ``scenarios[i % len]``:
-reproducible whatever the order they end in. ``threads`` > 1 splits the batch into
-that many slices stepped at once (the kernels release the GIL); handing the slices
-to threads costs tens of microseconds a step, so it pays only for batches of a few
-hundred envs (``evgrid bench`` measures it), and auto-resets stay in one thread.
+reproducible whatever the order they end in. ``threads`` > 1 steps the envs on
+numba's threads (``step_envs_parallel``, a ``prange`` over the envs: each env is
+stepped by one thread, so the results are the one-thread ones); the auto-resets stay
+in Python, in one thread (``evgrid bench`` measures both).
+
+The kernels are handed each state's handle (``jit.handle``: its blocks' addresses in
+one int64 row), not the blocks: a batch's states are rows of one array.
 
 Only the feeder sum (the default grid model) runs here: the network models carry
 each tick from Python (``world.py``) and belong to ``EVGridEnv``.
@@ -25,7 +28,6 @@ each tick from Python (``world.py``) and belong to ``EVGridEnv``.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -34,7 +36,7 @@ from .config import SimConfig
 from .decide import strand
 from .env import episode_inputs
 from .features import N_ACTIONS, OBS_SIZE, decode_index, encode_into, shift_numbers
-from .jit import kernel, typed_list
+from .jit import handle, handles, kernel, prange, threads
 from .judge import A_DEFER, A_LOAD_SHIFT, A_ROUTE, OK, try_action
 from .scenarios import DEFAULT_SCENARIO, get_scenario
 from .state import (
@@ -62,51 +64,77 @@ from .world import scenario_rules, start_state
 N_PARTS = 13
 
 
+@kernel(inline=True)
+def step_env(states, rules_list, rule_of, i: int, fresh: bool, actions, reward, done,
+             obs, mask, counts, ticks, parts, scratch) -> None:  # fmt: skip  # noqa: ANN001, PLR0913
+    """Step env ``i`` by one decision (``Batch.step``), or, ``fresh``, start its new
+    episode: the feeders' tick before the first (no EV load) and the clock run to the
+    first request, as ``EVGridEnv.reset`` does. Then its observation and mask.
+    ``parts`` (13) and ``scratch`` (2, OBS_SIZE) are the caller's work arrays."""
+    st, rules = unpack(states[i]), unpack_rules(rules_list[rule_of[i]])
+    parts[:] = 0.0
+    tick = st.ints[I_TICK]
+    if fresh:
+        carry_feeder_sum(st, rules, 0)
+        clock = True
+    else:
+        first = st.pending[0]  # the request being decided
+        st.ints[I_N_GAVE_UP_NOW] = 0
+        what, x, y = decode_index(actions[i])
+        if what == A_ROUTE:
+            code = try_action(st, rules, A_ROUTE, first + 1, x, y, parts)
+        elif what == A_DEFER:
+            code = try_action(st, rules, A_DEFER, first + 1, x, 0, parts)
+        else:
+            cap, minutes = shift_numbers(y)
+            code = try_action(st, rules, A_LOAD_SHIFT, x, cap, minutes, parts)
+        if code != OK:  # an invalid answer fails the request being decided
+            parts[P_INVALID] -= rules.numbers[R_INVALID]
+            counts[i, 1] += 1
+            strand(st, rules, first, parts)
+        counts[i, 0] += 1
+        clock = st.ints[I_N_PENDING] == 0 and st.ints[I_FINISHED] == 0
+    if clock:
+        advance_feeder_sum(st, rules, parts)
+    ticks[i] += st.ints[I_TICK] - tick
+    finished = st.ints[I_FINISHED] != 0
+    if not fresh:
+        total = 0.0
+        for k in range(N_PARTS):  # in order, as the env's sum of the named parts
+            total += parts[k]
+        reward[i] = total
+        done[i] = finished
+    scratch_f = scratch[:, : st.grid_util.size]
+    encode_into(st, rules, finished, obs[i], mask[i], scratch_f, False)
+
+
 @kernel
 def step_envs(states, rules_list, rule_of, which, fresh: bool, actions, reward, done,
               obs, mask, counts, ticks) -> None:  # fmt: skip  # noqa: ANN001, PLR0913
-    """Step envs ``which`` by one decision each (``Batch.step``), or, ``fresh``, start
-    their new episodes: the feeders' tick before the first (no EV load) and the clock
-    run to the first request, as ``EVGridEnv.reset`` does. Then each one's
-    observation and mask. The clock's run has one call site: it is inlined."""
+    """``step_env`` for each env of ``which``, in one thread (the rules inlined)."""
     parts = np.zeros(N_PARTS)
     scratch = np.zeros((2, obs.shape[1]))
     for i in which:
-        st, rules = unpack(states[i]), unpack_rules(rules_list[rule_of[i]])
-        parts[:] = 0.0
-        tick = st.ints[I_TICK]
-        if fresh:
-            carry_feeder_sum(st, rules, 0)
-            clock = True
-        else:
-            first = st.pending[0]  # the request being decided
-            st.ints[I_N_GAVE_UP_NOW] = 0
-            what, x, y = decode_index(actions[i])
-            if what == A_ROUTE:
-                code = try_action(st, rules, A_ROUTE, first + 1, x, y, parts)
-            elif what == A_DEFER:
-                code = try_action(st, rules, A_DEFER, first + 1, x, 0, parts)
-            else:
-                cap, minutes = shift_numbers(y)
-                code = try_action(st, rules, A_LOAD_SHIFT, x, cap, minutes, parts)
-            if code != OK:  # an invalid answer fails the request being decided
-                parts[P_INVALID] -= rules.numbers[R_INVALID]
-                counts[i, 1] += 1
-                strand(st, rules, first, parts)
-            counts[i, 0] += 1
-            clock = st.ints[I_N_PENDING] == 0 and st.ints[I_FINISHED] == 0
-        if clock:
-            advance_feeder_sum(st, rules, parts)
-        ticks[i] += st.ints[I_TICK] - tick
-        finished = st.ints[I_FINISHED] != 0
-        if not fresh:
-            total = 0.0
-            for k in range(N_PARTS):  # in order, as the env's sum of the named parts
-                total += parts[k]
-            reward[i] = total
-            done[i] = finished
-        scratch_f = scratch[:, : st.grid_util.size]
-        encode_into(st, rules, finished, obs[i], mask[i], scratch_f, False)
+        step_env(states, rules_list, rule_of, i, fresh, actions, reward, done, obs,
+                 mask, counts, ticks, parts, scratch)  # fmt: skip
+
+
+@kernel
+def _step_env_alone(states, rules_list, rule_of, i: int, fresh: bool, actions, reward,
+                    done, obs, mask, counts, ticks) -> None:  # fmt: skip  # noqa: ANN001, PLR0913
+    """``step_env`` behind a call: the parallel loop's body (see ``jit.kernel``)."""
+    step_env(states, rules_list, rule_of, i, fresh, actions, reward, done, obs, mask,
+             counts, ticks, np.zeros(N_PARTS), np.zeros((2, obs.shape[1])))  # fmt: skip
+
+
+@kernel(parallel=True)
+def step_envs_parallel(states, rules_list, rule_of, which, fresh: bool, actions, reward,
+                       done, obs, mask, counts, ticks) -> None:  # fmt: skip  # noqa: ANN001, PLR0913
+    """``step_env`` for each env of ``which``, on numba's threads (``jit.threads``):
+    each env is written by one thread only, so the result is the serial one."""
+    for j in prange(which.size):
+        _step_env_alone(states, rules_list, rule_of, which[j], fresh, actions, reward,
+                        done, obs, mask, counts, ticks)  # fmt: skip
 
 
 class Batch:
@@ -143,9 +171,8 @@ class Batch:
         self.scenarios = [get_scenario(s) for s in names]  # unknown: a clear error
         self.n, self.threads = n, min(threads, n)
         self.rule_of = np.arange(n, dtype=np.int64) % len(self.scenarios)
-        self._rules = typed_list(
-            [scenario_rules(self.config, sc) for sc in self.scenarios]
-        )
+        self._rules = [scenario_rules(self.config, sc) for sc in self.scenarios]
+        self._rules_h = handles(self._rules)  # the kernels' handles (``jit.handle``)
         self.obs = np.zeros((n, OBS_SIZE), dtype=np.float32)
         self.mask = np.zeros((n, N_ACTIONS), dtype=bool)
         self.reward = np.zeros(n)
@@ -157,7 +184,6 @@ class Batch:
         self.finished: list[dict[str, Any]] = []  # episodes ended by the last step
         self._all = np.arange(n, dtype=np.int64)
         self._no_actions = np.zeros(n, dtype=np.int64)
-        self._pool = ThreadPoolExecutor(self.threads) if self.threads > 1 else None
         self.reset(seed)
 
     # --- Episodes --------------------------------------------------------------------
@@ -179,7 +205,8 @@ class Batch:
         self.returns[:] = 0.0
         self.done[:] = False
         self.finished = []
-        self._states = typed_list([self._new_state(i) for i in range(self.n)])
+        self._states = [self._new_state(i) for i in range(self.n)]
+        self._heads = handles(self._states)  # row i: the handle of ``_states[i]``
         self._start(np.arange(self.n))
         return self.obs, self.mask
 
@@ -191,6 +218,12 @@ class Batch:
             self.config, sc, tables, arrivals, tables.background_kw * noise
         )
 
+    def _renew(self, i: int) -> None:
+        """Env ``i``'s next episode's state, and its handle."""
+        self._states[i] = self._new_state(i)
+        if isinstance(self._heads, np.ndarray):
+            self._heads[i] = handle(self._states[i])
+
     def _start(self, which: np.ndarray) -> None:
         while which.size:
             self._run(which, True, self._no_actions)
@@ -198,7 +231,7 @@ class Batch:
             empty = which[[bool(self._states[i][9][I_FINISHED]) for i in which]]
             for i in empty:
                 self.episode[i] += 1
-                self._states[i] = self._new_state(i)
+                self._renew(i)
             which = empty
 
     def step(self, actions: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -210,14 +243,7 @@ class Batch:
                 f"actions must be {self.n} integer indices, got shape {acts.shape} "
                 f"of {acts.dtype}"
             )
-        acts = acts.astype(np.int64, copy=False)
-        if self._pool is None:
-            self._run(self._all, False, acts)
-        else:
-            jobs = [self._pool.submit(self._run, part, False, acts)
-                    for part in np.array_split(self._all, self.threads)]  # fmt: skip
-            for job in jobs:
-                job.result()
+        self._run(self._all, False, acts.astype(np.int64, copy=False))
         self.returns += self.reward
         self.finished = []
         ended = np.flatnonzero(self.done)
@@ -227,12 +253,16 @@ class Batch:
                 self.episode[i] += 1
                 self.returns[i] = 0.0
                 self.counts[i] = 0
-                self._states[i] = self._new_state(int(i))
+                self._renew(int(i))
             self._start(ended)
         return self.obs, self.reward, self.done, self.mask
 
     def _run(self, which: np.ndarray, fresh: bool, actions: np.ndarray) -> None:
-        step_envs(self._states, self._rules, self.rule_of, which, fresh, actions,
+        run = step_envs
+        if self.threads > 1 and which.size > 1:
+            threads(self.threads)
+            run = step_envs_parallel
+        run(self._heads, self._rules_h, self.rule_of, which, fresh, actions,
                   self.reward, self.done, self.obs, self.mask, self.counts,
                   self.ticks)  # fmt: skip
 
@@ -262,6 +292,5 @@ class Batch:
         return sum(a.nbytes for packed in self._states for a in packed)
 
     def close(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown()
-            self._pool = None
+        """Nothing to release (numba's threads are the process's); kept for the
+        vector envs' ``close``."""

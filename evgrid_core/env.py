@@ -15,6 +15,7 @@ Front ends ask the env (``validate``, ``city``, ``tick``, ``request_id``,
 from __future__ import annotations
 
 import copy
+from functools import lru_cache
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -165,7 +166,7 @@ class EVGridEnv:
             "reason": reason,
             "action": text if text is not None else describe_action(parsed),
             "ev": ev + 1,
-            "reward_parts": dict(zip(REWARD_KEYS, values, strict=False)),  # both 13
+            "reward_parts": dict(zip(REWARD_KEYS, values)),  # noqa: B905  # both 13
             "tick": w.tick,
             "gave_up": [i + 1 for i in w.gave_up_now],  # out of patience, as it ran
         }
@@ -372,6 +373,9 @@ def _minute(value: float) -> float | None:
     return None if value != value else float(value)
 
 
+@lru_cache(maxsize=64)
 def _node_weights(nodes: tuple[str, ...], sc: Scenario) -> np.ndarray:
     boost = dict(sc.origin_boost)
-    return np.array([ORIGIN_WEIGHT.get(n, 1.0) * boost.get(n, 1.0) for n in nodes])
+    out = np.array([ORIGIN_WEIGHT.get(n, 1.0) * boost.get(n, 1.0) for n in nodes])
+    out.flags.writeable = False  # shared by every episode of the scenario
+    return out

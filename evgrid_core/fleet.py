@@ -162,10 +162,8 @@ def draw_arrivals(
     tick = np.repeat(np.arange(n_ticks), counts)
     n = len(tick)
     minute = tick * tick_minutes  # requests are due at the start of their tick
-    shares = np.array([c.share for c in EV_CLASSES])
-    klass = rng.choice(len(EV_CLASSES), size=n, p=shares / shares.sum())
-    p_node = node_weights / node_weights.sum()
-    node = rng.choice(len(node_weights), size=n, p=p_node)
+    klass = _choice(rng, _CLASS_SHARES, n)
+    node = _choice(rng, node_weights, n)
     u = rng.random((n, 6))
     out = np.empty((_N_DRAWN, n))
     draw_attributes(klass, u, _CLASS_TABLE, _BATTERIES, critical_scale, out)
@@ -185,6 +183,17 @@ def draw_arrivals(
         deadline_min=out[8],
     )
 
+
+def _choice(rng: np.random.Generator, weights: np.ndarray, n: int) -> np.ndarray:
+    """``rng.choice(len(weights), size=n, p=weights / weights.sum())``, the same
+    draws (numpy's own method: the normalised cumulative sum searched with
+    ``rng.random(n)``) without its checks on ``p``, which took 30 us a call."""
+    cdf = (weights / weights.sum()).cumsum()
+    cdf /= cdf[-1]
+    return cdf.searchsorted(rng.random(n), side="right")
+
+
+_CLASS_SHARES = np.array([c.share for c in EV_CLASSES])
 
 # The classes as numbers for ``draw_attributes``: one row per class, and the
 # batteries padded with NaN (a class draws among its own count).

@@ -66,7 +66,7 @@ if COMPILED:
     _drop_stale_cache()
 
 
-def kernel(fn: F | None = None, *, inline: bool = False) -> F:
+def kernel(fn: F | None = None, *, inline: bool = False, parallel: bool = False) -> F:
     """``fn`` compiled (no Python objects, IEEE floats: no fastmath), or ``fn``.
 
     ``@kernel(inline=True)`` for the rules that take an episode's state: numba then
@@ -76,13 +76,33 @@ def kernel(fn: F | None = None, *, inline: bool = False) -> F:
     The entry points (``entry.py``, ``batch.py``) stay calls, and each calls the
     clock's run (``advance_feeder_sum``, a tick's every rule) from one place only: an
     inlined kernel is compiled once per call site.
+
+    ``@kernel(parallel=True)``: numba's threads run its ``prange`` loops. Its loop
+    body should be a call to a kernel that is not inlined: numba would otherwise turn
+    the rules' own array expressions into parallel loops too, and their sums could
+    round differently.
     """
     if fn is None:
-        return lambda f: kernel(f, inline=inline)  # type: ignore[return-value]
+        return lambda f: kernel(f, inline=inline, parallel=parallel)  # type: ignore[return-value]
     if numba is None:
         return fn
     how = "always" if inline else "never"
-    return numba.njit(cache=True, nogil=True, inline=how)(fn)  # type: ignore[return-value]
+    return numba.njit(cache=True, nogil=True, inline=how, parallel=parallel)(fn)  # type: ignore[return-value]
+
+
+# ``@kernel(parallel=True)``'s loops over ``prange`` run on numba's threads (as
+# Python, or with the JIT disabled, ``prange`` is ``range``); ``threads`` sets how many.
+prange = numba.prange if numba is not None else range
+
+
+def threads(n: int) -> int:
+    """Let the next parallel kernels of this thread use ``n`` threads (at most what
+    numba started with); how many they will use."""
+    if not COMPILED:
+        return 1
+    n = max(1, min(n, numba.config.NUMBA_NUM_THREADS))
+    numba.set_num_threads(n)
+    return n
 
 
 # --- numpy's sum, to the bit -------------------------------------------------------
@@ -160,17 +180,49 @@ def array_sum(a, n: int) -> float:  # noqa: ANN001
     return 0.0 if n == 0 else _pairwise(a, 0, n)
 
 
-def typed_list(items: list) -> list:
-    """``items`` as a list a kernel can take (numba's typed ``List``: its items all
-    of one type, e.g. packed states), or the list itself when not compiled."""
-    if not COMPILED:
-        return list(items)
-    from numba.typed import List
+# --- Handles: a packed record's blocks as one array of addresses ---------------------
+# A compiled call from Python unboxes every array it is handed (about 80 ns each): the
+# two dozen blocks of a state and its rules cost more than a decision's rules. So a
+# kernel is handed a *handle*: one int64 array holding each block's address and shape
+# (``SLOT`` numbers a block), and it makes its views from that (``f8_2(h, k)``: block
+# k as a 2-D float64 view, without an owner). The caller keeps the blocks alive for
+# as long as the handle is used (``World`` and ``Batch`` hold both). As Python (no
+# numba) a handle is the tuple of blocks itself, and ``f8_2(h, k)`` is ``h[k]``.
+SLOT = 6  # address, then up to five dimensions
 
-    out = List()
-    for item in items:
-        out.append(item)
+
+def handle(blocks: tuple) -> np.ndarray | tuple:
+    """The handle of a tuple of C-contiguous blocks (see above)."""
+    if not COMPILED:
+        return blocks
+    for k, b in enumerate(blocks):
+        if not b.flags.c_contiguous or b.ndim >= SLOT:
+            raise ValueError(f"block {k} is not C-contiguous with at most 5 dims")
+    out = np.zeros(SLOT * len(blocks), dtype=np.int64)
+    _fill_handle(blocks, out)  # compiled: numpy's ``ctypes.data`` takes 2 us a block
     return out
+
+
+def handles(records: list[tuple]) -> np.ndarray | list:
+    """Many records' handles, one row each (a batch's), or the list as Python."""
+    if not COMPILED:
+        return records
+    return np.stack([handle(r) for r in records]) if records else np.zeros((0, 0))
+
+
+def _block_view(dtype: str, ndim: int) -> Callable:
+    """``block(h, k)``: block k of handle ``h`` as an ``ndim``-D ``dtype`` view."""
+
+    def block(h, k: int) -> np.ndarray:  # noqa: ANN001
+        return h[k]
+
+    block.__name__ = block.__qualname__ = f"{dtype}_{ndim}"
+    return block
+
+
+f8_1, f8_2, f8_3 = (_block_view("f8", d) for d in (1, 2, 3))
+i8_1, i8_2, i8_3 = (_block_view("i8", d) for d in (1, 2, 3))
+b1_1, b1_2, b1_5 = (_block_view("b1", d) for d in (1, 2, 5))
 
 
 # --- Views without reference counts ------------------------------------------------
@@ -196,7 +248,7 @@ def whole(a: np.ndarray) -> np.ndarray:
 
 
 if numba is not None:
-    from numba import types
+    from numba import literal_unroll, types
     from numba.extending import intrinsic, overload
 
     @intrinsic
@@ -241,3 +293,67 @@ if numba is not None:
         if not _contiguous(a):
             return lambda a: a
         return lambda a: numba.carray(_at(a, 0), a.shape)
+
+    def _pointer(nbtype):  # noqa: ANN001, ANN202
+        @intrinsic
+        def at_address(typingctx, addr):  # noqa: ANN001, ANN202, ARG001
+            """The int64 ``addr`` as a typed pointer."""
+
+            def codegen(context, builder, sig, args):  # noqa: ANN001, ANN202, ARG001
+                return builder.inttoptr(
+                    args[0], context.get_value_type(sig.return_type)
+                )
+
+            return types.CPointer(nbtype)(types.int64), codegen
+
+        return at_address
+
+    _POINTERS = {"f8": _pointer(types.float64), "i8": _pointer(types.int64),
+                 "b1": _pointer(types.boolean)}  # fmt: skip
+
+    def _register_block(fn, dtype: str, ndim: int) -> None:  # noqa: ANN001
+        ptr = _POINTERS[dtype]
+
+        @overload(fn)
+        def _impl(h, k):  # noqa: ANN001, ANN202
+            if not (isinstance(h, types.Array) and h.dtype == types.int64):
+                return None
+            if ndim == 1:
+                return lambda h, k: numba.carray(ptr(h[SLOT * k]), (h[SLOT * k + 1],))
+            if ndim == 2:
+                return lambda h, k: numba.carray(
+                    ptr(h[SLOT * k]), (h[SLOT * k + 1], h[SLOT * k + 2])
+                )
+            if ndim == 3:
+                return lambda h, k: numba.carray(
+                    ptr(h[SLOT * k]),
+                    (h[SLOT * k + 1], h[SLOT * k + 2], h[SLOT * k + 3]),
+                )
+            return lambda h, k: numba.carray(
+                ptr(h[SLOT * k]),
+                (h[SLOT * k + 1], h[SLOT * k + 2], h[SLOT * k + 3], h[SLOT * k + 4],
+                 h[SLOT * k + 5]),
+            )  # fmt: skip
+
+    for _fn in (f8_1, f8_2, f8_3, i8_1, i8_2, i8_3, b1_1, b1_2, b1_5):
+        _dtype, _ndim = _fn.__name__.split("_")
+        _register_block(_fn, _dtype, int(_ndim))
+
+    @intrinsic
+    def _address(typingctx, arr):  # noqa: ANN001, ANN202, ARG001
+        """The address of an array's first element, as an int64."""
+
+        def codegen(context, builder, sig, args):  # noqa: ANN001, ANN202, ARG001
+            ary = context.make_array(sig.args[0])(context, builder, args[0])
+            return builder.ptrtoint(ary.data, context.get_value_type(types.int64))
+
+        return types.int64(arr), codegen
+
+    @numba.njit(cache=True)
+    def _fill_handle(blocks, out):  # noqa: ANN001, ANN202
+        k = 0
+        for b in literal_unroll(blocks):
+            out[SLOT * k] = _address(b)
+            for d in range(b.ndim):
+                out[SLOT * k + 1 + d] = b.shape[d]
+            k += 1  # noqa: SIM113  (literal_unroll: no enumerate)

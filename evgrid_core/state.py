@@ -23,7 +23,7 @@ from .chargers import CHARGER_KW, N_KINDS, inlet_of
 from .charging import taper_start
 from .config import SimConfig
 from .fleet import Arrivals
-from .jit import kernel, part, row, whole
+from .jit import b1_1, b1_2, b1_5, f8_1, f8_2, f8_3, i8_1, i8_2, i8_3, kernel, part, row
 from .reward import REWARD_KEYS
 from .scenarios import Scenario
 from .tables import ScenarioTables
@@ -42,7 +42,8 @@ NEVER = np.iinfo(np.int64).max  # a give-up tick past every episode
  P_DEFER_ABUSE, P_LOAD_SHIFT, P_UNMET, P_UNDERVOLTAGE, P_TRANSFORMER) = range(13)  # fmt: skip
 assert REWARD_KEYS[P_TRANSFORMER] == "transformer_overload" and len(REWARD_KEYS) == 13
 
-# ``EpisodeState.ints``: the clock, list lengths, counters
+# ``EpisodeState.ints``: the clock, list lengths, counters (``World._sync`` reads the
+# first three in one call: keep them first)
 (I_TICK, I_FINISHED, I_N_PENDING, I_SHIFTS, I_N_PLUGGED, I_N_WAITS, I_N_GAVE_UP_NOW,
  I_ORDER, I_SHED, I_SERVED, I_STRANDED, I_GAVE_UP, I_ON_TIME, I_OVERLOAD_TICKS,
  I_STRESS_EVENTS, I_LO, I_HI) = range(17)  # fmt: skip
@@ -178,24 +179,25 @@ Packed = tuple
 
 @kernel(inline=True)
 def unpack(b) -> EpisodeState:  # noqa: ANN001
-    """The named views of a packed state (no copy)."""
-    f, i, o, c = b[0], b[1], b[2], b[3]
+    """The named views of a packed state's handle (``jit.handle``; no copy)."""
+    f, i, o, c = f8_2(b, 0), i8_2(b, 1), b1_2(b, 2), i8_3(b, 3)
+    s, fe, tf = f8_2(b, 5), f8_2(b, 6), f8_3(b, 8)
     return EpisodeState(
         row(i, 0), row(i, 1), row(f, 0), row(f, 1), row(f, 2), row(f, 3), row(f, 4), row(o, 0), row(f, 5), row(f, 6), row(f, 18), row(i, 12), row(i, 2),
         row(i, 3), row(f, 7), row(i, 4), row(i, 5), row(i, 6), row(i, 7), row(i, 8), row(o, 1), row(o, 2), row(f, 8), row(f, 9), row(f, 10),
         row(f, 11), row(f, 12), row(f, 13), row(f, 14), row(i, 9), row(i, 10), row(f, 15), row(i, 11),
-        row(c, 0), row(c, 1), row(c, 2), whole(b[4]), row(b[5], 0), row(b[5], 1),
-        row(b[8], 0), row(b[8], 1), row(b[8], 2), row(b[6], 0), row(b[6], 1), row(b[6], 2), row(b[6], 3), row(b[6], 4),
-        row(b[5], 2), whole(b[7]), row(b[8], 3), whole(b[9]), whole(b[10]), row(f, 16), row(f, 17), row(i, 13),
+        row(c, 0), row(c, 1), row(c, 2), i8_1(b, 4), row(s, 0), row(s, 1),
+        row(tf, 0), row(tf, 1), row(tf, 2), row(fe, 0), row(fe, 1), row(fe, 2), row(fe, 3), row(fe, 4),
+        row(s, 2), b1_1(b, 7), row(tf, 3), i8_1(b, 9), f8_1(b, 10), row(f, 16), row(f, 17), row(i, 13),
     )  # fmt: skip
 
 
 @kernel(inline=True)
 def unpack_rules(r) -> Rules:  # noqa: ANN001
-    """The named parts of packed rules (no copy)."""
-    c = r[0]
-    return Rules(part(c, 0, 9), part(c, 9, 22), part(c, 22, 25), part(c, 25, 28), whole(r[1]), whole(r[2]), whole(r[3]), whole(r[4]), whole(r[5]),
-                 whole(r[6]), row(r[7], 0), row(r[7], 1), whole(r[8]), whole(r[9]))  # fmt: skip
+    """The named parts of packed rules' handle (no copy)."""
+    c, tr = f8_1(r, 0), f8_2(r, 7)
+    return Rules(part(c, 0, 9), part(c, 9, 22), part(c, 22, 25), part(c, 25, 28), i8_3(r, 1), f8_2(r, 2), f8_1(r, 3), i8_1(r, 4), i8_2(r, 5),
+                 b1_2(r, 6), row(tr, 0), row(tr, 1), b1_5(r, 8), f8_3(r, 9))  # fmt: skip
 
 
 def make_rules(config: SimConfig, scenario: Scenario, tables: ScenarioTables) -> tuple:

@@ -21,15 +21,14 @@ from .config import SimConfig
 from .features import FORECAST_TICKS
 from .fleet import Arrivals, EVLists
 from .grid import FeederSum, GridTick, make_grid_model
+from .jit import handle
 from .reward import REWARD_KEYS, network_terms
 from .scenarios import Scenario
 from .state import (
     CHARGING,
     DEFERRED,
     GAVE_UP,
-    I_FINISHED,
     I_N_GAVE_UP_NOW,
-    I_N_PENDING,
     I_N_PLUGGED,
     I_SHED,
     I_SHIFTS,
@@ -103,7 +102,11 @@ def _views(packed: tuple) -> EpisodeState:
     return getattr(unpack, "py_func", unpack)(packed)
 
 
-_NO_PARTS = np.zeros(13)  # for the calls that charge nothing
+_NO_PARTS = np.zeros(13)
+# Not deep-copied: the read-only tables and rules, and what a copy rebuilds on its own
+# arrays (a handle copied would point at the original's memory).
+_SHARED_OR_REBUILT = ("state", "packed", "tables", "rules", "arrivals", "evs", "handle",
+                      "rules_handle")  # fmt: skip  # for the calls that charge nothing
 
 
 def new_parts() -> np.ndarray:
@@ -114,9 +117,11 @@ def new_parts() -> np.ndarray:
 class World:
     """One episode. EVs are indices 0..n-1 (id = index + 1)."""
 
-    __slots__ = ("_grid_now", "_pending", "_tick", "_view", "arrivals", "background", "config", "dt_h", "evs",
-                 "grid", "n_ticks", "obs_cache", "packed", "rules", "scenario",
-                 "state", "tables")  # fmt: skip
+    __slots__ = ("_finished", "_grid_now", "_pending", "_tick", "_view", "arrivals", "background", "config", "dt_h", "evs",
+                 "grid", "handle", "n_ticks", "obs_cache", "packed", "rules",
+                 "rules_handle", "scenario", "state", "tables")  # fmt: skip
+    # ``handle`` and ``rules_handle``: what the kernels are handed (``jit.handle``),
+    # the addresses of ``packed``'s and ``rules``' blocks, which this object owns.
 
     def __init__(
         self,
@@ -132,10 +137,12 @@ class World:
         self.dt_h = config.tick_minutes / 60.0
         self.evs = EVLists(arrivals)  # the same numbers as Python lists
         self.rules = scenario_rules(config, scenario)
+        self.rules_handle = handle(self.rules)
         # Feeders: the grid model carries the stations' load, tick by tick.
         self.background = tables.background_kw * feeder_noise  # (T, F) [kW]
         self.packed = start_state(config, scenario, tables, arrivals, self.background)
         self.state = _views(self.packed)
+        self.handle = handle(self.packed)
         self._sync()
         self.grid = make_grid_model(config.grid, tables, self.background, scenario)
         self.obs_cache: tuple | None = None  # the tick's observation part (fast.py)
@@ -156,13 +163,13 @@ class World:
     def _sync(self) -> None:
         """After a kernel ran: the clock and the pending list as Python values (read
         many times a step; the kernels change them only through ``_call``)."""
-        ints = self.state.ints
-        self._tick = int(ints[I_TICK])
-        n = ints[I_N_PENDING]
+        # ``ints`` opens with the clock, whether it ended and the count pending
+        tick, finished, n = self.state.ints[:3].tolist()  # one numpy call, not three
+        self._tick, self._finished = tick, finished != 0
         self._pending = self.state.pending[:n].tolist() if n else []
         self._view: tuple | None = None  # (ev, route mask, DEFER count), as asked
 
-    finished = property(lambda self: bool(self.state.ints[I_FINISHED]))
+    finished = property(lambda self: self._finished)
     # Whether a decision's kernel runs the clock too (the feeder sum's one call)
     fused = property(lambda self: type(self.grid) is FeederSum)
     shifts_this_tick = property(lambda self: int(self.state.ints[I_SHIFTS]))
@@ -278,7 +285,7 @@ class World:
     def ask(self, op: int, a: int = 0, b: int = 0, c: int = 0) -> int:
         """A question to the rules' kernels (``entry``'s ``*_CODE``): their
         answer; the state is not changed."""
-        return entry.call(op, self.packed, self.rules, _NO_PARTS, a, b, c)
+        return entry.call(op, self.handle, self.rules_handle, _NO_PARTS, a, b, c)
 
     def request_view(self, ev: int) -> tuple[np.ndarray, int]:
         """For ``ev``, now: the ROUTE rule for every (station, kind) pair, (S, K)
@@ -288,7 +295,7 @@ class World:
         if view is None or view[0] != ev:
             out = np.empty(self.tables.plugs.size)
             count = entry.call(
-                entry.REQUEST_VIEW, self.packed, self.rules, out, ev, 0, 0
+                entry.REQUEST_VIEW, self.handle, self.rules_handle, out, ev, 0, 0
             )
             mask = (out > 0).reshape(self.tables.plugs.shape)
             mask.flags.writeable = False
@@ -307,7 +314,9 @@ class World:
             scratch[1] = self.grid.forecast(
                 t, st.grid_ev_kw + st.grid_shed_kw, FORECAST_TICKS
             )
-        entry.encode(self.packed, self.rules, bool(done), v, mask, scratch, given)
+        entry.encode(
+            self.handle, self.rules_handle, bool(done), v, mask, scratch, given
+        )
 
     def try_step(self, what: int, a: int, b: int, c: int, parts: np.ndarray) -> int:
         """Judge a decision and apply it if allowed (``judge.try_action``), then run
@@ -324,7 +333,9 @@ class World:
     def _call(
         self, op: int, parts: np.ndarray, a: int = 0, b: int = 0, c: int = 0
     ) -> int:
-        out = entry.call(op, self.packed, self.rules, parts, int(a), int(b), int(c))
+        out = entry.call(
+            op, self.handle, self.rules_handle, parts, int(a), int(b), int(c)
+        )
         self._sync()
         return out
 
@@ -388,21 +399,25 @@ class World:
         the copies), the scenario's read-only tables and rules shared."""
         other = object.__new__(World)
         for name in self.__slots__:
-            if name not in ("state", "packed", "tables", "rules", "arrivals", "evs"):
+            if name not in _SHARED_OR_REBUILT:
                 setattr(other, name, copy.deepcopy(getattr(self, name), memo))
         other.tables, other.rules = self.tables, self.rules
         other.arrivals, other.evs = self.arrivals, self.evs  # never written
+        other.rules_handle = self.rules_handle
         other.packed = tuple(a.copy() for a in self.packed)
         other.state = _views(other.packed)
+        other.handle = handle(other.packed)
         return other
 
-    def __getstate__(self) -> dict:
-        return {k: getattr(self, k) for k in self.__slots__ if k != "state"}
+    def __getstate__(self) -> dict:  # addresses mean nothing in another process
+        return {k: getattr(self, k) for k in self.__slots__
+                if k not in ("state", "handle", "rules_handle")}  # fmt: skip
 
     def __setstate__(self, data: dict) -> None:
         for k, v in data.items():
             setattr(self, k, v)
         self.state = _views(self.packed)
+        self.handle, self.rules_handle = handle(self.packed), handle(self.rules)
 
     # --- Introspection ---------------------------------------------------------------
     def active_evs(self) -> list[int]:

@@ -71,3 +71,19 @@ def test_drawn_attributes_equal_numpys_on_many_seeds(
             got = getattr(a, name)
             assert got.dtype == expected.dtype, name
             assert np.array_equal(got, expected), (scenario, seed, name)
+
+
+@pytest.mark.parametrize("k", [1, 2, 5, 31, 70])
+def test_the_class_and_node_draws_are_numpys_choice(k: int) -> None:
+    """``draw_arrivals`` draws classes and nodes as ``Generator.choice`` with ``p``
+    does, without its checks: the same indices from the same stream."""
+    from evgrid_core.fleet import _choice
+
+    for seed in range(200):
+        weights = np.random.default_rng(seed + 1000).random(k) + 0.01
+        n = seed % 150
+        want = np.random.default_rng(seed).choice(k, size=n, p=weights / weights.sum())
+        rng = np.random.default_rng(seed)
+        got = _choice(rng, weights, n)
+        assert np.array_equal(got, want) and got.dtype == want.dtype
+        assert rng.random() == np.random.default_rng(seed).random(n + 1)[-1]  # in step
