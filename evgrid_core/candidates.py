@@ -133,6 +133,21 @@ class Candidates:
         plug_in = self.column("travel_min") + self.column("wait_inbound_min")
         return (self.column("is_defer") == 0.0) & (plug_in > self.column("slack_min"))
 
+    def overloading(self) -> np.ndarray:
+        """(n,) True for a ROUTE that would push its feeder over its limit within
+        the forecast horizon.
+
+        The feeder's forecast peak over the next 30 minutes (the grid model's own
+        forecast with the EV load it carries now, ``feeder_forecast``) plus this EV's
+        kW from that charger kind, over the feeder's capacity (``forecast_with_ev``):
+        above 1.0 the feeder's protection would shed EV load there, which is what
+        the ``peak`` reward part charges and what the report counts as feeder-minutes
+        over a limit. DEFERs never overload: they add no load now.
+        """
+        return (self.column("is_defer") == 0.0) & (
+            self.column("forecast_with_ev") > 1.0
+        )
+
     def __len__(self) -> int:
         return len(self.features)
 
