@@ -4,7 +4,7 @@ GRPO on this CPU costs minutes a step; this stage costs one forward pass and a f
 rollouts a state. Starting from an SFT adapter (``training.oracle_sft``):
 
 1. States: ``rl.generator`` (``distilled``) plays training seeds; states are taken
-   spread over each episode (``oracle_sft.played_rows``: the decision prompt, its
+   spread over each episode (``sft_rows.played_rows``: the decision prompt, its
    listed options). These are states the learner's own teacher reaches, queues
    and all, which the optimum's labels never show.
 2. Samples: the model's distribution over the listed letters (one forward pass),
@@ -213,15 +213,16 @@ def _run(
 
     from .logs import plot_curves, write_csv
     from .model import base_model_path, load_model
-    from .oracle_sft import _cached, answer_rates, dataset, eval_subset, played_rows
     from .sft import adamw, answer_loss, begin_step, collate, tokenize_rows
+    from .sft_figures import answer_rates
+    from .sft_rows import cached_rows, dataset, eval_subset, played_rows
 
     rl, d = cfg.rl, cfg.data
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
 
     def states(seeds: tuple[int, int], per: int, name: str) -> list[dict[str, Any]]:
-        return _cached(
+        return cached_rows(
             out / name,
             lambda: played_rows(
                 rl.generator,

@@ -16,7 +16,7 @@ import pytest
 from evgrid_core import EVGridEnv, format_action
 from evgrid_core.policies import make_policy
 from training.config import load_config
-from training.oracle_sft import label_rows, played_rows
+from training.sft_rows import label_rows, played_rows
 
 SCENARIO = "quiet_night"
 
@@ -108,7 +108,8 @@ def test_a_resumed_run_equals_an_unbroken_one_and_ships(tmp_path, monkeypatch) -
 
     import oracle.policy
     from training.logs import read_csv
-    from training.oracle_sft import _checkpoints, ship, train
+    from training.oracle_sft import train
+    from training.sft_ship import checkpoints, ship
 
     labels = tmp_path / "labels"
     write_fake_labels(labels, range(0, 3))
@@ -142,7 +143,7 @@ def test_a_resumed_run_equals_an_unbroken_one_and_ships(tmp_path, monkeypatch) -
     assert [r["loss"] for r in log_a] == [r["loss"] for r in log_b]
     assert [r["step"] for r in log_a if "agreement" in r] == [2, 4]
     # only the last two checkpoints are kept
-    assert [p.name for p in _checkpoints(tmp_path / "whole")] == [
+    assert [p.name for p in checkpoints(tmp_path / "whole")] == [
         "step-00003",
         "step-00004",
     ]

