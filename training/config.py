@@ -102,6 +102,9 @@ class GRPOConfig:
     temperature: float = 1.0
     beta: float = 0.04  # KL coefficient against the reference (SFT) model
     logging_steps: int = 1
+    # training.oracle_grpo only: held-out figures and resumable checkpoints
+    eval_every: int = 0  # [optimizer steps]
+    save_every: int = 0  # [optimizer steps]
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,9 +15,14 @@ CURVES = (  # (panel title, log keys) in the plot
 )
 
 
-def write_csv(history: list[dict[str, Any]], path: Path) -> Path:
-    """One row per logged step (not the end-of-training summary); ``step`` first."""
-    rows = [h for h in history if "loss" in h or "reward" in h]
+def write_csv(
+    history: list[dict[str, Any]],
+    path: Path,
+    keep: tuple[str, ...] = ("loss", "reward"),
+) -> Path:
+    """One row per logged step (not the end-of-training summary: rows with none of
+    the ``keep`` keys are left out); ``step`` first."""
+    rows = [h for h in history if any(k in h for k in keep)]
     keys = sorted({k for h in rows for k in h if isinstance(h[k], int | float)})
     keys = ["step", *[k for k in keys if k != "step"]]
     path.parent.mkdir(parents=True, exist_ok=True)
