@@ -128,14 +128,19 @@ def _run(cfg: TrainConfig, init: Path, out: Path, log: Any) -> dict[str, Any]:
     model = PeftModel.from_pretrained(model, str(init), is_trainable=True)
     verdict = Verdict(cfg)
     model.eval()
-    start_probs = letter_probs(model, tok, eval_rows, cfg.model.max_seq_length)
     evals_path = out / "eval.jsonl"
+    start_path = out / "start_probs.json"  # the starting adapter's, for the KL
+    if start_path.is_file():
+        start_probs = [np.asarray(p) for p in json.loads(start_path.read_text())]
+    else:
+        start_probs = letter_probs(model, tok, eval_rows, cfg.model.max_seq_length)
+        start_path.write_text(json.dumps([p.tolist() for p in start_probs]))
 
     def held_out(step: int) -> dict[str, Any]:
         was_training = model.training
         model.eval()
         probs = letter_probs(model, tok, eval_rows, cfg.model.max_seq_length)
-        r = {"step": step, **policy_gain(model, tok, eval_rows, cfg, verdict),
+        r = {"step": step, **policy_gain(model, tok, eval_rows, cfg, verdict, probs),
              "kl_letters": letter_kl(probs, start_probs)}  # fmt: skip
         r["gain"] = r.pop("gain_vs_generator")
         model.train(was_training)

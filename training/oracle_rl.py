@@ -169,12 +169,18 @@ def score_rows(
 
 
 def policy_gain(
-    model: Any, tok: Any, rows: list[dict[str, Any]], cfg: TrainConfig, verdict: Verdict
+    model: Any,
+    tok: Any,
+    rows: list[dict[str, Any]],
+    cfg: TrainConfig,
+    verdict: Verdict,
+    probs: list[np.ndarray] | None = None,
 ) -> dict[str, float]:
     """On ``rows``: mean return after the model's greedy letter minus after the
     generator's own pick (where it is listed), and how often the greedy letter is
-    the best of the two."""
-    probs = letter_probs(model, tok, rows, cfg.model.max_seq_length)
+    the best of the two. ``probs``: the model's ``letter_probs`` on them, if known."""
+    if probs is None:
+        probs = letter_probs(model, tok, rows, cfg.model.max_seq_length)
     diffs = []
     for r, p in zip(rows, probs, strict=True):
         if r["expert_action"] not in r["listed"]:

@@ -58,10 +58,9 @@ def test_letter_kl() -> None:
 @pytest.mark.slow
 def test_grpo_trains_the_adapter_on_env_rewards_and_resumes(tmp_path) -> None:
     pytest.importorskip("trl", reason="needs the train extra")
-    from peft import get_peft_model
     from safetensors.torch import load_file
+    from test_training_oracle_rl import fresh_adapter  # same folder
 
-    from training.model import base_model_path, load_model, lora_config
     from training.oracle_grpo import run
 
     base = load_config("cpu-smoke")  # the tiny random Qwen2
@@ -79,11 +78,7 @@ def test_grpo_trains_the_adapter_on_env_rewards_and_resumes(tmp_path) -> None:
             save_every=1,
         ),
     )  # fmt: skip
-    init = tmp_path / "init"
-    model, _, _ = load_model(base_model_path(cfg), cfg, "cpu", train_dtype="float32")
-    get_peft_model(
-        model, lora_config(cfg, model.config.num_hidden_layers)
-    ).save_pretrained(str(init))
+    init = fresh_adapter(cfg, tmp_path / "init")
     out = tmp_path / "grpo"
     summary = run(cfg, init, out, log=lambda *_: None)
     assert [e["step"] for e in summary["evals"]] == [0, 1, 2]

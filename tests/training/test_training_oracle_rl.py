@@ -20,6 +20,20 @@ from training.config import load_config
 from training.oracle_rl import draw
 
 
+def fresh_adapter(cfg, path):  # noqa: ANN001, ANN201
+    """A new LoRA adapter of ``cfg``'s shape over its base, saved in ``path``: where
+    the RL stages under test start from."""
+    from peft import get_peft_model
+
+    from training.model import base_model_path, load_model, lora_config
+
+    model, _, _ = load_model(base_model_path(cfg), cfg, "cpu", train_dtype="float32")
+    get_peft_model(
+        model, lora_config(cfg, model.config.num_hidden_layers)
+    ).save_pretrained(str(path))
+    return path
+
+
 def test_draw_puts_the_greedy_letter_first_and_is_seeded() -> None:
     p = np.array([0.1, 0.6, 0.3])
     a = draw(p, 8, 1.0, [0, 5])
@@ -32,11 +46,10 @@ def test_draw_puts_the_greedy_letter_first_and_is_seeded() -> None:
 @pytest.mark.slow
 def test_expert_iteration_scores_by_the_env_and_moves_the_adapter(tmp_path) -> None:
     pytest.importorskip("peft", reason="needs the train extra")
-    from peft import get_peft_model
     from safetensors.torch import load_file
 
     from training.data import restore_env
-    from training.model import base_model_path, load_model, lora_config
+    from training.model import base_model_path, load_model
     from training.oracle_rl import run, score_rows
     from training.rewards import rollout
 
@@ -58,11 +71,7 @@ def test_expert_iteration_scores_by_the_env_and_moves_the_adapter(tmp_path) -> N
             batch_size=2, learning_rate=1e-2,
         ),
     )  # fmt: skip
-    init = tmp_path / "init"
-    model, _, _ = load_model(base_model_path(cfg), cfg, "cpu", train_dtype="float32")
-    get_peft_model(
-        model, lora_config(cfg, model.config.num_hidden_layers)
-    ).save_pretrained(str(init))
+    init = fresh_adapter(cfg, tmp_path / "init")
     out = tmp_path / "rl"
     summary = run(cfg, labels, init, out, log=lambda *_: None)
     assert summary["states"] == 6 and {"before", "after"} <= summary.keys()
