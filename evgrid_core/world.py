@@ -102,11 +102,11 @@ def _views(packed: tuple) -> EpisodeState:
     return getattr(unpack, "py_func", unpack)(packed)
 
 
-_NO_PARTS = np.zeros(13)
+_NO_PARTS = np.zeros(13)  # for the calls that charge nothing
 # Not deep-copied: the read-only tables and rules, and what a copy rebuilds on its own
 # arrays (a handle copied would point at the original's memory).
 _SHARED_OR_REBUILT = ("state", "packed", "tables", "rules", "arrivals", "evs", "handle",
-                      "rules_handle")  # fmt: skip  # for the calls that charge nothing
+                      "rules_handle")  # fmt: skip
 
 
 def new_parts() -> np.ndarray:

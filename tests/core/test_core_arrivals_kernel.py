@@ -87,3 +87,15 @@ def test_the_class_and_node_draws_are_numpys_choice(k: int) -> None:
         got = _choice(rng, weights, n)
         assert np.array_equal(got, want) and got.dtype == want.dtype
         assert rng.random() == np.random.default_rng(seed).random(n + 1)[-1]  # in step
+
+
+@pytest.mark.parametrize("weights", [[1.0, -0.5], [0.0, 0.0], [1.0, float("nan")]])
+def test_the_draws_refuse_weights_numpy_would_refuse(weights: list[float]) -> None:
+    from evgrid_core.fleet import _choice
+
+    with pytest.raises(ValueError):
+        np.random.default_rng(0).choice(
+            2, size=3, p=np.array(weights) / np.sum(weights)
+        )
+    with pytest.raises(ValueError, match="non-negative"):
+        _choice(np.random.default_rng(0), np.array(weights), 3)
