@@ -111,3 +111,21 @@ def test_a_clone_and_a_pickled_copy_are_independent_and_equal() -> None:
         rest.append(env.step(p.act(obs)).reward)
         obs = env.observation()
     assert env.kpi_summary() == clone.kpi_summary() == copy.kpi_summary()
+
+
+def test_a_handle_holds_each_blocks_address_and_shape() -> None:
+    """``jit.handle``: what the kernels are handed instead of the blocks; compiled,
+    one int64 row per block (address, then the shape); as Python, the blocks."""
+    from evgrid_core.jit import COMPILED, SLOT, handle
+
+    blocks = (np.zeros((3, 4)), np.arange(5), np.ones((2, 2, 2), dtype=bool))
+    h = handle(blocks)
+    if not COMPILED:
+        assert h is blocks
+        return
+    rows = np.asarray(h).reshape(len(blocks), SLOT)
+    for row, b in zip(rows, blocks, strict=True):
+        assert row[0] == b.ctypes.data
+        assert tuple(row[1 : 1 + b.ndim]) == b.shape and not row[1 + b.ndim :].any()
+    with pytest.raises(ValueError, match="C-contiguous"):
+        handle((np.zeros((4, 4))[:, ::2],))
