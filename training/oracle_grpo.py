@@ -97,7 +97,6 @@ def _run(cfg: TrainConfig, init: Path, out: Path, log: Any) -> dict[str, Any]:
 
     from oracle.prompt import LETTERS
 
-    from .logs import plot_curves, write_csv
     from .model import base_model_path, load_model, trainer_precision
     from .oracle_rl import Verdict, letter_probs, policy_gain
     from .patches import score_completion_tokens_only_on_cpu
@@ -202,12 +201,7 @@ def _run(cfg: TrainConfig, init: Path, out: Path, log: Any) -> dict[str, Any]:
     trainer.train(resume_from_checkpoint=_last_checkpoint(run_dir))
     t_train = time.perf_counter() - t_train
     model.save_pretrained(str(out / "adapter"))
-    rows = [dict(h) for h in trainer.state.log_history if "reward" in h]
-    rows += [{"step": e["step"], "gain": e["gain"], "kl_letters": e["kl_letters"]}
-             for e in evals]  # fmt: skip
-    rows.sort(key=lambda r: r["step"])
-    csv_path = write_csv(rows, out / "logs" / "grpo.csv", keep=("reward", "gain"))
-    plot_curves(csv_path, out / "logs" / "grpo.png", f"GRPO {cfg.name}", GRPO_CURVES)
+    write_curves(out, trainer.state.log_history, f"GRPO {cfg.name}")
     summary = {
         "init": str(init),
         "grpo": {k: getattr(g, k) for k in g.__dataclass_fields__},
@@ -222,6 +216,32 @@ def _run(cfg: TrainConfig, init: Path, out: Path, log: Any) -> dict[str, Any]:
     return summary
 
 
+def write_curves(
+    out: Path, log_history: list[dict] | None = None, title: str = "GRPO"
+) -> Path:
+    """``logs/grpo.{csv,png}`` of a run dir: the trainer's log (``log_history``, or
+    the newest checkpoint's: a stopped run's curves) and the held-out figures."""
+    from .logs import plot_curves, write_csv
+
+    if log_history is None:
+        last = _last_checkpoint(out / "grpo-run")
+        if last is None:
+            raise FileNotFoundError(f"{out}: no checkpoint under grpo-run/")
+        log_history = json.loads((Path(last) / "trainer_state.json").read_text())[
+            "log_history"
+        ]
+    rows = [dict(h) for h in log_history if "reward" in h]
+    evals = out / "eval.jsonl"
+    for line in evals.read_text().splitlines() if evals.is_file() else []:
+        e = json.loads(line)
+        rows.append(
+            {"step": e["step"], "gain": e["gain"], "kl_letters": e["kl_letters"]}
+        )
+    rows.sort(key=lambda r: r["step"])
+    csv_path = write_csv(rows, out / "logs" / "grpo.csv", keep=("reward", "gain"))
+    return plot_curves(csv_path, out / "logs" / "grpo.png", title, GRPO_CURVES)
+
+
 def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # see oracle_sft.main
     from .oracle_sft import config_with_overrides
@@ -230,14 +250,17 @@ def main(argv: list[str] | None = None) -> int:
         prog="python3 -m training.oracle_grpo", description=__doc__.splitlines()[0]
     )
     p.add_argument("--config", default="cpu-smollm2", help="preset name or TOML path")
-    p.add_argument(
-        "--init", required=True, type=Path, help="the SFT adapter (PEFT dir)"
-    )
+    p.add_argument("--init", type=Path, help="the SFT adapter (PEFT dir)")
     p.add_argument("--out", required=True, type=Path, help="run dir (resumes there)")
+    p.add_argument("--curves", action="store_true",
+                   help="only write --out's curves (a stopped run's, from its checkpoint)")  # fmt: skip
     p.add_argument("--set", action="append", metavar="KEY=VALUE",
                    help="override one preset key (section.field=TOML value)")  # fmt: skip
     args = p.parse_args(argv)
-    if not (args.init / "adapter_config.json").is_file():
+    if args.curves:
+        print(write_curves(args.out))
+        return 0
+    if args.init is None or not (args.init / "adapter_config.json").is_file():
         p.error(f"--init {args.init}: no adapter_config.json (a PEFT adapter dir)")
     try:
         cfg = config_with_overrides(args.config, args.set)

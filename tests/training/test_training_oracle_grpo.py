@@ -97,3 +97,11 @@ def test_grpo_trains_the_adapter_on_env_rewards_and_resumes(tmp_path) -> None:
         (out / "grpo-run" / "checkpoint-3" / "trainer_state.json").read_text()
     )
     assert state["global_step"] == 3
+    # a stopped run's curves, from its newest checkpoint and the held-out log
+    from training.oracle_grpo import main
+
+    (out / "logs" / "grpo.csv").unlink()
+    assert main(["--out", str(out), "--curves"]) == 0
+    header, *rows = (out / "logs" / "grpo.csv").read_text().splitlines()
+    assert {"reward", "gain", "kl_letters"} <= set(header.split(","))
+    assert len(rows) == 3 + 4  # three logged steps, four held-out figures
