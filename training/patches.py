@@ -36,5 +36,6 @@ def score_completion_tokens_only_on_cpu() -> bool:
         return device.type == "cpu" or original(device)
 
     use_compact._evgrid_cpu_compact = True  # type: ignore[attr-defined]
+    use_compact._evgrid_original = original  # type: ignore[attr-defined]  # TRL's own
     trl_utils._use_triton = use_compact
     return True

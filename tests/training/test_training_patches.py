@@ -60,7 +60,10 @@ def _scores(model, ids, labels, rows: list[int]):  # noqa: ANN001, ANN202
 def test_training_cpu_scores_completion_tokens_only_with_the_same_log_probs(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(trl_utils, "_use_triton", trl_utils._use_triton)  # restored
+    # TRL's own rule, restored after: an earlier test in this process (a GRPO run)
+    # may have applied the patch already
+    own = getattr(trl_utils._use_triton, "_evgrid_original", trl_utils._use_triton)
+    monkeypatch.setattr(trl_utils, "_use_triton", own)
     cpu = torch.device("cpu")
     model = _tiny_model()
     ids = torch.randint(0, VOCAB, (2, 12), generator=torch.Generator().manual_seed(1))
