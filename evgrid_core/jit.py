@@ -242,11 +242,6 @@ def part(a: np.ndarray, lo: int, hi: int) -> np.ndarray:
     return a[lo:hi]
 
 
-def whole(a: np.ndarray) -> np.ndarray:
-    """``a`` itself (compiled: a view of it without an owner)."""
-    return a
-
-
 if numba is not None:
     from numba import literal_unroll, types
     from numba.extending import intrinsic, overload
@@ -287,12 +282,6 @@ if numba is not None:
         if not _contiguous(a) or a.ndim != 1:
             return lambda a, lo, hi: a[lo:hi]
         return lambda a, lo, hi: numba.carray(_at(a, lo), (hi - lo,))
-
-    @overload(whole)
-    def _whole(a):  # noqa: ANN001, ANN202
-        if not _contiguous(a):
-            return lambda a: a
-        return lambda a: numba.carray(_at(a, 0), a.shape)
 
     def _pointer(nbtype):  # noqa: ANN001, ANN202
         @intrinsic
