@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 
 from evaluation.optimum import solve_episode
-from evgrid_cli._optimum_args import DEFAULT_NODE_LIMIT, DEFAULT_TIME_LIMIT_S
+from evaluation.plan_options import DEFAULT_NODE_LIMIT, DEFAULT_TIME_LIMIT_S
 
 
 def main() -> None:

@@ -41,6 +41,15 @@ from evgrid_core.tables import reachable, travel_ticks
 from evgrid_core.trace import EpisodeTrace, travel_minutes
 from evgrid_core.world import give_up_tick
 
+# The optimum's default settings (``evgrid optimum``, ``evgrid labels``, ``evgrid
+# train``'s labels). The node limit is the solve's budget: deterministic, so the same
+# seed gives the same plan and bound on any machine under any load; the time limit is
+# only a safety net (a solve it stops depends on the machine: "time-limited").
+DEFAULT_NODE_LIMIT = 500  # HiGHS branch-and-bound nodes per solve
+DEFAULT_TIME_LIMIT_S = 600.0  # [s] wall-clock safety net per solve
+DEFAULT_STATIONS_PER_KIND = 6  # nearest stations offered per EV and charger kind
+DEFAULT_MAX_DEFER_MIN = 60  # [min] longest total defer offered per EV
+
 STRAND = -1  # station index of the "invalid answer" option
 
 

@@ -5,13 +5,12 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-# The node limit is the solve's budget: deterministic, so the same seed gives the same
-# plan and bound on any machine under any load. The time limit is only a safety net
-# (a solve it stops depends on the machine, and its status says "time-limited").
-DEFAULT_NODE_LIMIT = 500  # HiGHS branch-and-bound nodes per solve
-DEFAULT_TIME_LIMIT_S = 600.0  # [s] wall-clock safety net per solve
-DEFAULT_STATIONS_PER_KIND = 6  # nearest stations offered per EV and charger kind
-DEFAULT_MAX_DEFER_MIN = 60  # [min] longest total defer offered per EV
+from evaluation.plan_options import (  # the defaults, defined once there
+    DEFAULT_MAX_DEFER_MIN,
+    DEFAULT_NODE_LIMIT,
+    DEFAULT_STATIONS_PER_KIND,
+    DEFAULT_TIME_LIMIT_S,
+)
 
 
 def add_optimum_arguments(p: argparse.ArgumentParser) -> None:

@@ -97,7 +97,7 @@ def _took(sc: str) -> str:
 def solve_heads_up(solves: dict[str, int], node_limit: int) -> str:
     """One line before the optimum's solves start: how many, and how long one took
     on the dev machine (``solves``: scenario -> solves to run)."""
-    from ._optimum_args import DEFAULT_NODE_LIMIT
+    from evaluation.plan_options import DEFAULT_NODE_LIMIT
 
     todo = {sc: n for sc, n in solves.items() if n > 0}
     n = sum(todo.values())

@@ -1,4 +1,4 @@
-"""``evgrid train``: SFT -> GRPO -> LoRA merge -> GGUF -> evaluation, from one config.
+"""``evgrid train``: optimum labels -> distilled -> SFT -> GRPO -> ship, from one preset.
 
 The command is the training package's own (``training/cli.py``, also
 ``python3 -m training``); the CLI only names it.

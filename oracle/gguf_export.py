@@ -242,7 +242,8 @@ def export_gguf(
 ) -> Path:
     """HF model dir -> GGUF at ``out_path``, quantised to ``quant`` (None: keep f16).
 
-    The training pipeline's last step (merged LoRA -> Q4_K_M for the Oracle).
+    A merged model -> Q4_K_M for ``evgrid compare --model`` (``python3 -m
+    oracle.gguf_export``); the shipped Oracle is a LoRA GGUF (``convert_lora_to_gguf``).
     """
     out = Path(out_path)
     if quant is None:

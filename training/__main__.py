@@ -1,4 +1,4 @@
-"""``python3 -m training --config cpu-smoke``: the same as ``evgrid train``."""
+"""``python3 -m training --config cpu-smollm2``: the same as ``evgrid train``."""
 
 from __future__ import annotations
 

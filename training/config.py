@@ -13,6 +13,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from evaluation.plan_options import (
+    DEFAULT_MAX_DEFER_MIN,
+    DEFAULT_NODE_LIMIT,
+    DEFAULT_STATIONS_PER_KIND,
+    DEFAULT_TIME_LIMIT_S,
+)
+
 CONFIG_DIR = Path(__file__).parent / "configs"
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -39,14 +46,10 @@ class DataConfig:
     scenarios: tuple[str, ...] = ("evening_peak", "heatwave", "festival_surge")
     train_seeds: tuple[int, int] = (0, 32)  # [first, last) episode seeds used to train
     heldout_seeds: tuple[int, int] = (900_000, 900_004)  # never used to train
-    states_per_episode: int = 8  # decision states sampled per (scenario, seed)
+    # Held-out validity: states generator plays on heldout_seeds, this many an episode
+    states_per_episode: int = 8
     generator: str = "greedy_eta"  # policy that plays the episode up to each state
-    expert: str = "greedy_eta"  # policy whose decision is the SFT target
     prompt_stations: int = 8  # stations listed in the prompt (training and inference)
-    # The pipeline (SFT -> GRPO -> eval) asks with the core's whole text observation
-    # (oracle.prompt.build_prompt). The decision prompt, answered by a letter, is
-    # trained by training.oracle_sft on the optimum's labels.
-    prompt: str = "observation"
     # Optimum labels (training.oracle_sft): rows of train_seeds train, rows of these
     # [first, last) seeds measure agreement with the optimum (never trained on).
     label_eval_seeds: tuple[int, int] = (0, 0)  # empty: none
@@ -93,48 +96,17 @@ class SFTConfig:
 
 @dataclass(frozen=True, slots=True)
 class GRPOConfig:
-    steps: int = 20  # [optimizer steps]; 0 skips GRPO
+    steps: int = 0  # [optimizer steps]; 0 skips GRPO
     learning_rate: float = 5e-5
     batch_size: int = 8  # [completions per device step]; a multiple of num_generations
     grad_accum: int = 1
     num_generations: int = 4  # completions per prompt (the group)
-    max_completion_length: int = 16  # [tokens] longest action is ~12 Qwen tokens
     temperature: float = 1.0
-    beta: float = 0.04  # KL coefficient against the reference (SFT) model
+    beta: float = 0.0  # TRL's KL weight; must be 0 with an adapter (oracle_grpo)
     logging_steps: int = 1
     # training.oracle_grpo only: held-out figures and resumable checkpoints
     eval_every: int = 0  # [optimizer steps]
     save_every: int = 0  # [optimizer steps]
-
-
-@dataclass(frozen=True, slots=True)
-class RewardConfig:
-    horizon_ticks: int = 6  # [ticks of 5 min] look-ahead rollout after the action
-    continuation: str = (
-        "greedy_eta"  # heuristic that plays the rollout (and the reference)
-    )
-    format_weight: float = 0.5  # one line the core's parser accepts
-    valid_weight: float = 0.5  # and the core's validator accepts in this state
-    consequence_weight: float = 1.0  # rollout return minus the reference's
-    consequence_clip: float = 5.0  # [reward units] |advantage over greedy| is clipped
-
-
-@dataclass(frozen=True, slots=True)
-class ExportConfig:
-    gguf: bool = True  # merge LoRA, convert to GGUF, quantise
-    quant: str = "Q4_K_M"  # llama.cpp quantisation type; "" keeps F16
-
-
-@dataclass(frozen=True, slots=True)
-class EvalConfig:
-    validity_prompts: int = 24  # held-out prompts for the validity rate (no grammar)
-    gguf_scenario: str = (
-        "quiet_night"  # episode the exported GGUF plays under the grammar
-    )
-    gguf_seed: int = 900_000
-    kpi_scenarios: tuple[str, ...] = ()  # held-out KPIs vs baselines (empty: skip)
-    kpi_seeds: tuple[int, int] = (900_000, 900_003)
-    baselines: tuple[str, ...] = ("greedy_eta", "urgency_first", "nearest")
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,6 +137,24 @@ class RLConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class LabelsConfig:
+    """The hindsight optimum's labels, ``evgrid train``'s first stage (``evgrid
+    labels``' settings and defaults, ``evaluation.plan_options``)."""
+
+    node_limit: int = DEFAULT_NODE_LIMIT  # HiGHS nodes per solve (0: the MIP start)
+    time_limit_s: float = DEFAULT_TIME_LIMIT_S  # [s] safety net per solve
+    stations_per_kind: int = DEFAULT_STATIONS_PER_KIND
+    max_defer_min: int = DEFAULT_MAX_DEFER_MIN  # [min]
+    workers: int = 1  # solver processes
+
+    def settings(self) -> dict[str, Any]:
+        """``solve_episode``'s keyword arguments."""
+        return {"node_limit": self.node_limit, "time_limit_s": self.time_limit_s,
+                "stations_per_kind": self.stations_per_kind,
+                "max_defer_min": self.max_defer_min}  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
 class TrainConfig:
     name: str = "custom"
     output_dir: str = ".cache/train/custom"  # relative to the repository root
@@ -176,10 +166,8 @@ class TrainConfig:
     data: DataConfig = field(default_factory=DataConfig)
     sft: SFTConfig = field(default_factory=SFTConfig)
     grpo: GRPOConfig = field(default_factory=GRPOConfig)
-    reward: RewardConfig = field(default_factory=RewardConfig)
-    export: ExportConfig = field(default_factory=ExportConfig)
-    eval: EvalConfig = field(default_factory=EvalConfig)
     rl: RLConfig = field(default_factory=RLConfig)
+    labels: LabelsConfig = field(default_factory=LabelsConfig)
 
     @property
     def out(self) -> Path:
@@ -192,10 +180,8 @@ _SECTIONS = {
     "data": DataConfig,
     "sft": SFTConfig,
     "grpo": GRPOConfig,
-    "reward": RewardConfig,
-    "export": ExportConfig,
-    "eval": EvalConfig,
     "rl": RLConfig,
+    "labels": LabelsConfig,
 }
 
 
@@ -288,9 +274,6 @@ def check_config(cfg: TrainConfig) -> None:
         a, b = getattr(cfg.data, name)
         if plo < phi and a < b and plo < b and a < phi:
             raise ValueError(f"data.played_seeds overlaps data.{name}")
-    ek, ehi = cfg.eval.kpi_seeds
-    if ek < hi and lo < ehi:
-        raise ValueError("eval.kpi_seeds overlaps data.train_seeds")
     if cfg.device not in ("auto", "cpu", "cuda"):
         raise ValueError("device is auto, cpu or cuda")
     r = cfg.rl
@@ -302,14 +285,14 @@ def check_config(cfg: TrainConfig) -> None:
         raise ValueError("rl.eval_seeds overlaps rl.seeds")
     if r.samples < 1 or r.temperature <= 0 or not 0 <= r.optimum_share < 1:
         raise ValueError("rl: samples >= 1, temperature > 0, 0 <= optimum_share < 1")
-    if cfg.data.prompt != "observation":
-        raise ValueError(
-            "data.prompt: the pipeline asks with the observation prompt; the decision "
-            "prompt (answered by a letter) is trained by python3 -m training.oracle_sft"
-        )
     if cfg.sft.lr_schedule not in ("constant", "cosine"):
         raise ValueError("sft.lr_schedule is constant or cosine")
     if cfg.torch_threads < 0:
         raise ValueError("torch_threads is 0 (torch's default) or a thread count")
     if cfg.model.unsloth not in ("auto", "never", "require"):
         raise ValueError("model.unsloth is auto, never or require")
+    lab = cfg.labels
+    if lab.node_limit < 0 or lab.time_limit_s <= 0 or lab.workers < 1:
+        raise ValueError("labels: node_limit >= 0, time_limit_s > 0, workers >= 1")
+    if lab.stations_per_kind < 1 or lab.max_defer_min < 0:
+        raise ValueError("labels: stations_per_kind >= 1, max_defer_min >= 0")

