@@ -148,6 +148,14 @@ class Candidates:
             self.column("forecast_with_ev") > 1.0
         )
 
+    def sparing(self) -> np.ndarray:
+        """(n,) True for the candidates a policy that spares the feeders chooses
+        among: those ``overloading`` does not name (a DEFER always qualifies), or all
+        of them when each one overloads. ``distilled`` and the Oracle's "+spare"
+        listing choose among these."""
+        ok = ~self.overloading()
+        return ok if ok.any() else np.ones(len(self), dtype=bool)
+
     def __len__(self) -> int:
         return len(self.features)
 

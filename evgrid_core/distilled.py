@@ -3,8 +3,11 @@
 For each request the policy lists every valid answer (``candidates``), scores
 each candidate's feature row with the committed tree ensemble
 (``data/distilled.json``, the portable ``evgrid-trees/1`` form) and answers the
-highest-scoring one. Ties go to the first candidate (stations by id, then kinds,
-then DEFERs), so the same observation always gives the same answer.
+highest-scoring one among those that spare the feeders (``Candidates.sparing``:
+no ROUTE onto a feeder forecast over its limit while another answer exists;
+``Distilled(spare=False)`` chooses among all, as it did until 2026-12-04). Ties go to
+the first candidate (stations by id, then kinds, then DEFERs), so the same
+observation always gives the same answer.
 
 The model is trained by ``evgrid distill`` (``training/distill.py``) on the
 optimum's decisions over training seeds only; how, on what and with which result
@@ -44,8 +47,11 @@ class Distilled:
 
     name = "distilled"
 
-    def __init__(self, model_path: str | Path | None = None) -> None:
+    def __init__(
+        self, model_path: str | Path | None = None, *, spare: bool = True
+    ) -> None:
         self.model = load_model(Path(model_path) if model_path else MODEL_PATH)
+        self.spare = spare  # choose among ``Candidates.sparing`` (the feeders' relief)
 
     def reset(self, seed: int) -> None:  # deterministic: nothing to seed
         pass
@@ -57,4 +63,6 @@ class Distilled:
         if not len(c):
             return "NO_STATION"  # no valid answer at all: the env strands the EV
         scores = self.model.predict(c.features)
+        if self.spare:
+            scores = np.where(c.sparing(), scores, -np.inf)
         return c.actions[int(np.argmax(scores))]

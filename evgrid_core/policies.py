@@ -278,7 +278,8 @@ def _distilled(**kwargs: object) -> Policy:
 
 _REGISTRY["distilled"] = _distilled
 _DESCRIPTIONS["distilled"] = (
-    "The hindsight optimum's choices learnt by gradient-boosted trees (evgrid distill)"
+    "The hindsight optimum's choices learnt by gradient-boosted trees (evgrid distill), "
+    "never onto a feeder forecast over its limit while another answer exists"
 )
 
 

@@ -108,11 +108,17 @@ DECISION_SYSTEM = (
 # deadline) are left out whenever an on-time ROUTE exists, and the nearest stations
 # listed are the nearest with an option left. The shipped Oracle's misses on
 # festival_surge were mostly such ROUTEs picked beside on-time ones.
-PROMPT_STYLES = ("v1", "v2", "v1+on_time", "v2+on_time")
+# "+spare" (a listing, after "+on_time"): of the options still listed, the ROUTEs onto a
+# feeder forecast over its limit (``Candidates.overloading``) are left out whenever
+# another option (a DEFER, a ROUTE elsewhere) stays, as ``distilled`` chooses
+# (``Candidates.sparing``).
+PROMPT_STYLES = ("v1", "v2", "v1+on_time", "v2+on_time", "v1+on_time+spare",
+                 "v2+on_time+spare")  # fmt: skip
 
 
 def style_parts(style: str) -> tuple[str, str]:
-    """(reading, listing) of a prompt style: "v1+on_time" -> ("v1", "on_time")."""
+    """(reading, listing) of a prompt style: "v1+on_time" -> ("v1", "on_time"),
+    "v1+on_time+spare" -> ("v1", "on_time+spare")."""
     reading, _, listing = style.partition("+")
     return reading, listing
 
@@ -159,7 +165,7 @@ def decision_prompt(
     ``max_stations`` usable stations, nearest first, then the ``DECISION_DEFERS``
     shortest valid DEFERs, each under a letter (the answer).
 
-    ``style``: how the options read and, with "+on_time", which ROUTEs are listed
+    ``style``: how the options read and, with "+on_time" or "+spare", which ROUTEs are listed
     (``PROMPT_STYLES``). Empty ``lines`` when there is no request or nothing is valid.
     """
     if style not in PROMPT_STYLES:
@@ -183,10 +189,15 @@ def decision_prompt(
         )
     }
     left_out = np.zeros(len(cands), dtype=bool)
-    if listing == "on_time":
+    listings = listing.split("+")
+    if "on_time" in listings:
         late = cands.late()
         if ((cands.column("is_defer") == 0.0) & ~late).any():  # an on-time ROUTE
             left_out = late
+    if "spare" in listings:
+        over = cands.overloading()
+        if (~left_out & ~over).any():  # another option stays listed
+            left_out = left_out | over
     by_station: dict[int, list[int]] = {}
     defers: list[int] = []
     for i, a in enumerate(cands.actions):

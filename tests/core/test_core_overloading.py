@@ -87,3 +87,48 @@ def test_a_route_called_overloading_is_followed_by_shedding_more_often() -> None
     assert over > rest + 0.2, (
         f"shed after an overloading ROUTE {over:.2f}, others {rest:.2f}"
     )
+
+
+def test_sparing_is_every_candidate_but_the_overloading_ones_unless_all_overload() -> (
+    None
+):
+    from evgrid_core.candidates import FEATURES, Candidates
+
+    def cands(forecast: list[float], defer: list[bool]) -> Candidates:
+        x = np.zeros((len(forecast), len(FEATURES)))
+        x[:, FEATURES.index("forecast_with_ev")] = forecast
+        x[:, FEATURES.index("is_defer")] = defer
+        return Candidates(x)
+
+    some = cands([1.2, 0.9, 1.1, 0.0], [False, False, False, True])
+    assert some.sparing().tolist() == [False, True, False, True]
+    routes_only = cands([1.2, 1.1], [False, False])  # every candidate overloads
+    assert routes_only.sparing().tolist() == [True, True]
+    assert cands([], []).sparing().tolist() == []
+
+
+@pytest.mark.parametrize(
+    ("scenario", "seed"), [("festival_surge", 0), ("feeder_fault", 3)]
+)
+def test_distilled_never_routes_onto_an_overloading_feeder_while_it_can_spare_it(
+    scenario: str, seed: int
+) -> None:
+    from evgrid_core.distilled import Distilled
+
+    env = EVGridEnv()
+    obs = env.reset(seed=seed, scenario=scenario)
+    sparing, greedy = Distilled(), Distilled(spare=False)
+    differ = 0
+    while not env.done:
+        c = candidates(obs)
+        action = sparing.act(obs)
+        if len(c):
+            i = c.actions.index(action)
+            assert c.sparing()[i]
+            other = greedy.act(obs)
+            differ += other != action
+            if other != action:  # the trees' own pick overloaded a feeder
+                assert c.overloading()[c.actions.index(other)]
+        env.step(action)
+        obs = env.observation()
+    assert differ > 0  # the rule bit on this episode

@@ -64,7 +64,8 @@ def test_v2_lists_v1s_options_each_with_the_candidates_minutes(scenario) -> None
 
 def test_an_unknown_prompt_style_is_refused() -> None:
     obs = EVGridEnv().reset(seed=0, scenario="evening_peak")
-    assert PROMPT_STYLES == ("v1", "v2", "v1+on_time", "v2+on_time")
+    assert PROMPT_STYLES == ("v1", "v2", "v1+on_time", "v2+on_time",
+                             "v1+on_time+spare", "v2+on_time+spare")  # fmt: skip
     with pytest.raises(ValueError, match="prompt style is one of"):
         decision_prompt(obs, style="v3")
     with pytest.raises(ValueError, match="prompt style is one of"):
