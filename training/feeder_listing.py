@@ -9,6 +9,12 @@ return, feeder-minutes over a limit and shed energy of each, and the paired diff
 with its 95 % interval, beside the heuristics' figures for reference.
 
     python3 -m training.feeder_listing --seeds 50:70 --out docs/training/feeder-listing.json
+
+``--after`` reads comparison records instead (``evgrid compare``'s ``episodes.jsonl``)
+and pairs them, seed by seed, with ``--before`` (the same policies' earlier rows) and
+with the heuristics in ``--report``: per scenario and policy, after minus before, and
+after minus the heuristic with the fewest feeder-minutes there (return, feeder-minutes,
+shed energy: mean, 95 % CI, paired t-test p).
 """
 
 from __future__ import annotations
@@ -68,6 +74,48 @@ def measure(
     return out
 
 
+HEURISTICS = ("nearest", "greedy_eta", "least_loaded_feeder", "price_renewable",
+              "urgency_first")  # fmt: skip
+
+
+def held_out(before: Path, after: Path, report: Path) -> dict[str, Any]:
+    """The paired comparisons of the module's docstring, from records files."""
+    from evaluation.stats import paired as paired_test
+
+    def load(path: Path) -> dict[tuple[str, str], dict[int, dict]]:
+        out: dict[tuple[str, str], dict[int, dict]] = {}
+        for line in path.read_text().splitlines():
+            r = json.loads(line)
+            out.setdefault((r["policy"], r["scenario"]), {})[r["seed"]] = r
+        return out
+
+    old, new, rep = load(before), load(after), load(report)
+    keys = ("return", *KPIS)
+    table: dict[str, Any] = {}
+    for (policy, sc), runs in sorted(new.items()):
+        heur = {h: rep[(h, sc)] for h in HEURISTICS if (h, sc) in rep}
+        best = min(heur, key=lambda h: np.mean([v["kpis"]["overload_feeder_min"]
+                                                for v in heur[h].values()]))  # fmt: skip
+        row: dict[str, Any] = {"episodes": len(runs), "best_on_feeders": best}
+        row["mean"] = {k: float(np.mean([paired_value(r, k) for r in runs.values()]))
+                       for k in keys}  # fmt: skip
+        if (policy, sc) in old:
+            row["minus_before"] = {
+                k: paired_test(runs, old[(policy, sc)], k) for k in keys
+            }
+        row["minus_best_on_feeders"] = {
+            k: paired_test(runs, heur[best], k) for k in keys
+        }
+        table.setdefault(sc, {})[policy] = row
+    return table
+
+
+def paired_value(r: dict, key: str) -> float:
+    from evaluation.stats import value
+
+    return value(r, key)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python3 -m training.feeder_listing",
                                 description=__doc__.splitlines()[0])  # fmt: skip
@@ -82,7 +130,15 @@ def main(argv: list[str] | None = None) -> int:
         default="distilled,distilled_unspared,greedy_eta,urgency_first,least_loaded_feeder",
     )
     p.add_argument("--out", type=Path, help="write the figures (json) here")
+    p.add_argument("--after", type=Path, help="comparison records to pair (see above)")
+    p.add_argument("--before", type=Path, help="the same policies' earlier records")
+    p.add_argument("--report", type=Path, default=Path("docs/report/episodes.jsonl"),
+                   help="records holding the heuristics' episodes")  # fmt: skip
     args = p.parse_args(argv)
+    if args.after:
+        if not (args.before and args.before.is_file() and args.after.is_file()):
+            p.error("--after needs --before, both records files")
+        return _write(held_out(args.before, args.after, args.report), args.out)
     scenarios = args.scenarios.split(",")
     bad = [s for s in scenarios if s not in SCENARIOS]
     if bad:
@@ -94,12 +150,15 @@ def main(argv: list[str] | None = None) -> int:
     if not 0 <= first < last:
         p.error(f"--seeds {args.seeds!r}: 0 <= FIRST < LAST")
     seeds = range(first, last)
-    figures = measure(scenarios, seeds, args.policies.split(","))
+    return _write(measure(scenarios, seeds, args.policies.split(",")), args.out)
+
+
+def _write(figures: dict[str, Any], out: Path | None) -> int:
     text = json.dumps(figures, indent=2)
     print(text)
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(text + "\n")
+    if out:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text + "\n")
     return 0
 
 
