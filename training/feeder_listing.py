@@ -12,9 +12,9 @@ with its 95 % interval, beside the heuristics' figures for reference.
 
 ``--after`` reads comparison records instead (``evgrid compare``'s ``episodes.jsonl``)
 and pairs them, seed by seed, with ``--before`` (the same policies' earlier rows) and
-with the heuristics in ``--report``: per scenario and policy, after minus before, and
-after minus the heuristic with the fewest feeder-minutes there (return, feeder-minutes,
-shed energy: mean, 95 % CI, paired t-test p).
+with the heuristics in ``--report``: per scenario and policy, after minus before, after
+minus the heuristic with the fewest feeder-minutes there and after minus the one with
+the best return (return, feeder-minutes, shed energy: mean, 95 % CI, paired t-test p).
 """
 
 from __future__ import annotations
@@ -96,7 +96,9 @@ def held_out(before: Path, after: Path, report: Path) -> dict[str, Any]:
         heur = {h: rep[(h, sc)] for h in HEURISTICS if (h, sc) in rep}
         best = min(heur, key=lambda h: np.mean([v["kpis"]["overload_feeder_min"]
                                                 for v in heur[h].values()]))  # fmt: skip
-        row: dict[str, Any] = {"episodes": len(runs), "best_on_feeders": best}
+        top = max(heur, key=lambda h: np.mean([v["return"] for v in heur[h].values()]))
+        row: dict[str, Any] = {"episodes": len(runs), "best_on_feeders": best,
+                               "best_on_return": top}  # fmt: skip
         row["mean"] = {k: float(np.mean([paired_value(r, k) for r in runs.values()]))
                        for k in keys}  # fmt: skip
         if (policy, sc) in old:
@@ -106,6 +108,7 @@ def held_out(before: Path, after: Path, report: Path) -> dict[str, Any]:
         row["minus_best_on_feeders"] = {
             k: paired_test(runs, heur[best], k) for k in keys
         }
+        row["minus_best_on_return"] = {k: paired_test(runs, heur[top], k) for k in keys}
         table.setdefault(sc, {})[policy] = row
     return table
 

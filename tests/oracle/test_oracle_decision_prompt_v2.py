@@ -92,7 +92,7 @@ def test_the_training_config_checks_the_prompt_style() -> None:
     with pytest.raises(ValueError, match="prompt_style"):
         config_with_overrides("cpu-smollm2-v2", ['data.prompt_style="v3"'])
     assert config_with_overrides("cpu-smollm2", None).data.serve_prompt_style == (
-        "v1+on_time"
+        "v1+on_time+spare"
     )
     with pytest.raises(ValueError, match="serve_prompt_style"):  # not a style
         config_with_overrides("cpu-smollm2", ['data.serve_prompt_style="v1+late"'])

@@ -45,6 +45,7 @@ def test_held_out_pairs_after_with_before_and_the_heuristic_kindest_to_the_feede
                    + [record("urgency_first", s, -120.0, 12.0 + 2 * s, 4.0) for s in seeds])  # fmt: skip
     row = held_out(before, after, report)["evening_peak"]["oracle"]
     assert row["best_on_feeders"] == "urgency_first"  # the fewest feeder-minutes
+    assert row["best_on_return"] == "urgency_first"  # -120 against -130
     assert row["minus_before"]["return"]["mean_diff"] == pytest.approx(-2.0)
     assert row["minus_before"]["overload_feeder_min"]["mean_diff"] == pytest.approx(
         -18.0
