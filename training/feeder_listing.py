@@ -6,7 +6,8 @@ forecast plus the EV's kW passes capacity while another answer exists);
 ``distilled_unspared`` (``Distilled(spare=False)``, the policy until 2026-12-04) asks
 the same trees and chooses among all. Both play the same seeds; per scenario the mean
 return, feeder-minutes over a limit and shed energy of each, and the paired difference
-with its 95 % interval, beside the heuristics' figures for reference.
+with its 95 % interval (``evaluation.stats.paired``: Student t, paired t-test and
+Wilcoxon p), beside the heuristics' figures for reference.
 
     python3 -m training.feeder_listing --seeds 50:70 --out docs/training/feeder-listing.json
 
@@ -27,19 +28,13 @@ from typing import Any
 
 import numpy as np
 
+from evaluation.stats import paired, value
 from evgrid_core import SCENARIOS
 from evgrid_core.distilled import Distilled
 from evgrid_core.policies import make_policy
 from evgrid_core.rollout import run_episode
 
 KPIS = ("overload_feeder_min", "shed_kwh")
-
-
-def paired(a: list[float], b: list[float]) -> dict[str, float]:
-    """Mean of a - b and its 95 % interval (normal approximation)."""
-    d = np.asarray(a) - np.asarray(b)
-    ci = 1.96 * d.std(ddof=1) / np.sqrt(len(d)) if len(d) > 1 else 0.0
-    return {"mean": float(d.mean()), "ci95": float(ci)}
 
 
 def measure(
@@ -52,23 +47,24 @@ def measure(
     bar = tqdm(total=len(scenarios) * len(seeds) * len(policies), unit="episode",
                file=sys.stderr, disable=not progress)  # fmt: skip
     for sc in scenarios:
-        rows: dict[str, dict[str, list[float]]] = {}
+        runs: dict[str, dict[int, dict[str, Any]]] = {}  # policy -> seed -> record
         for name in policies:
             pol = make[name]() if name in make else make_policy(name)
-            r = rows[name] = {"return": [], **{k: [] for k in KPIS}}
+            runs[name] = {}
             for seed in seeds:
                 res = run_episode(pol, sc, seed)
-                r["return"].append(res.ret)
-                for k in KPIS:
-                    r[k].append(res.kpis[k])
+                runs[name][seed] = {"return": res.ret, "kpis": res.kpis}
                 bar.update()
-        table = {
-            name: {k: float(np.mean(v)) for k, v in r.items()}
-            for name, r in rows.items()
-        }
-        if "distilled" in rows and "distilled_unspared" in rows:
-            a, b = rows["distilled"], rows["distilled_unspared"]
-            table["spared_minus_unspared"] = {k: paired(a[k], b[k]) for k in a}
+        keys = ("return", *KPIS)
+        table: dict[str, Any] = {
+            name: {k: float(np.mean([value(r, k) for r in by_seed.values()])) for k in keys}
+            for name, by_seed in runs.items()
+        }  # fmt: skip
+        if "distilled" in runs and "distilled_unspared" in runs:
+            table["spared_minus_unspared"] = {
+                k: paired(runs["distilled"], runs["distilled_unspared"], k)
+                for k in keys
+            }
         out["scenarios"][sc] = table
     bar.close()
     return out
@@ -80,7 +76,6 @@ HEURISTICS = ("nearest", "greedy_eta", "least_loaded_feeder", "price_renewable",
 
 def held_out(before: Path, after: Path, report: Path) -> dict[str, Any]:
     """The paired comparisons of the module's docstring, from records files."""
-    from evaluation.stats import paired as paired_test
 
     def load(path: Path) -> dict[tuple[str, str], dict[int, dict]]:
         out: dict[tuple[str, str], dict[int, dict]] = {}
@@ -99,24 +94,14 @@ def held_out(before: Path, after: Path, report: Path) -> dict[str, Any]:
         top = max(heur, key=lambda h: np.mean([v["return"] for v in heur[h].values()]))
         row: dict[str, Any] = {"episodes": len(runs), "best_on_feeders": best,
                                "best_on_return": top}  # fmt: skip
-        row["mean"] = {k: float(np.mean([paired_value(r, k) for r in runs.values()]))
+        row["mean"] = {k: float(np.mean([value(r, k) for r in runs.values()]))
                        for k in keys}  # fmt: skip
         if (policy, sc) in old:
-            row["minus_before"] = {
-                k: paired_test(runs, old[(policy, sc)], k) for k in keys
-            }
-        row["minus_best_on_feeders"] = {
-            k: paired_test(runs, heur[best], k) for k in keys
-        }
-        row["minus_best_on_return"] = {k: paired_test(runs, heur[top], k) for k in keys}
+            row["minus_before"] = {k: paired(runs, old[(policy, sc)], k) for k in keys}
+        row["minus_best_on_feeders"] = {k: paired(runs, heur[best], k) for k in keys}
+        row["minus_best_on_return"] = {k: paired(runs, heur[top], k) for k in keys}
         table.setdefault(sc, {})[policy] = row
     return table
-
-
-def paired_value(r: dict, key: str) -> float:
-    from evaluation.stats import value
-
-    return value(r, key)
 
 
 def main(argv: list[str] | None = None) -> int:
