@@ -28,7 +28,8 @@ from typing import Any
 
 import numpy as np
 
-from evaluation.stats import paired, value
+from evaluation.runner import load_records
+from evaluation.stats import by_scenario_policy, paired, value
 from evgrid_core import SCENARIOS
 from evgrid_core.distilled import Distilled
 from evgrid_core.policies import make_policy
@@ -77,30 +78,31 @@ HEURISTICS = ("nearest", "greedy_eta", "least_loaded_feeder", "price_renewable",
 def held_out(before: Path, after: Path, report: Path) -> dict[str, Any]:
     """The paired comparisons of the module's docstring, from records files."""
 
-    def load(path: Path) -> dict[tuple[str, str], dict[int, dict]]:
-        out: dict[tuple[str, str], dict[int, dict]] = {}
-        for line in path.read_text().splitlines():
-            r = json.loads(line)
-            out.setdefault((r["policy"], r["scenario"]), {})[r["seed"]] = r
-        return out
-
-    old, new, rep = load(before), load(after), load(report)
+    old, new, rep = (
+        by_scenario_policy(load_records(p)) for p in (before, after, report)
+    )
     keys = ("return", *KPIS)
     table: dict[str, Any] = {}
-    for (policy, sc), runs in sorted(new.items()):
-        heur = {h: rep[(h, sc)] for h in HEURISTICS if (h, sc) in rep}
+    for sc in sorted(new):
+        heur = {h: rep[sc][h] for h in HEURISTICS if h in rep.get(sc, {})}
         best = min(heur, key=lambda h: np.mean([v["kpis"]["overload_feeder_min"]
                                                 for v in heur[h].values()]))  # fmt: skip
         top = max(heur, key=lambda h: np.mean([v["return"] for v in heur[h].values()]))
-        row: dict[str, Any] = {"episodes": len(runs), "best_on_feeders": best,
-                               "best_on_return": top}  # fmt: skip
-        row["mean"] = {k: float(np.mean([value(r, k) for r in runs.values()]))
-                       for k in keys}  # fmt: skip
-        if (policy, sc) in old:
-            row["minus_before"] = {k: paired(runs, old[(policy, sc)], k) for k in keys}
-        row["minus_best_on_feeders"] = {k: paired(runs, heur[best], k) for k in keys}
-        row["minus_best_on_return"] = {k: paired(runs, heur[top], k) for k in keys}
-        table.setdefault(sc, {})[policy] = row
+        for policy in sorted(new[sc]):
+            runs = new[sc][policy]
+            row: dict[str, Any] = {"episodes": len(runs), "best_on_feeders": best,
+                                   "best_on_return": top}  # fmt: skip
+            row["mean"] = {k: float(np.mean([value(r, k) for r in runs.values()]))
+                           for k in keys}  # fmt: skip
+            if policy in old.get(sc, {}):
+                row["minus_before"] = {
+                    k: paired(runs, old[sc][policy], k) for k in keys
+                }
+            row["minus_best_on_feeders"] = {
+                k: paired(runs, heur[best], k) for k in keys
+            }
+            row["minus_best_on_return"] = {k: paired(runs, heur[top], k) for k in keys}
+            table.setdefault(sc, {})[policy] = row
     return table
 
 
