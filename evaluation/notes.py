@@ -77,7 +77,7 @@ def forced_answers(scenario: str, seed: int, grid: str) -> list[dict[str, Any]]:
     out = []
     while not env.done:
         req = obs.request
-        if req is not None and not obs.route_mask.any() and not obs.defer_options:
+        if req is not None and not obs.has_valid_answer:
             node = env.city.node_index(req.node)
             out.append(
                 {

@@ -24,6 +24,7 @@ ORDER = (
     "bench",
     "serve",
     "train",
+    "check",
 )
 
 

@@ -3,6 +3,8 @@
 Pure: imports only the standard library, numpy and networkx.
 """
 
+import importlib
+
 from .actions import (
     ACTION_SYNTAX,
     DEFER_MINUTES,
@@ -34,6 +36,7 @@ __all__ = [
     "SHIFT_CAP_PCT",
     "SHIFT_MINUTES",
     "Action",
+    "ContractError",
     "ChargerKind",
     "ChargerSpec",
     "City",
@@ -57,6 +60,8 @@ __all__ = [
     "StepResult",
     "action_contract",
     "aggregate",
+    "check_grid_model",
+    "check_policy",
     "format_action",
     "get_scenario",
     "load_city",
@@ -65,3 +70,16 @@ __all__ = [
     "route_mask",
     "validate_action",
 ]
+
+# The plug-in checks load the policies: imported on first use, not with the core.
+_LAZY = {
+    "check_policy": "checks",
+    "check_grid_model": "checks",
+    "ContractError": "checks",
+}
+
+
+def __getattr__(name: str) -> object:
+    if name in _LAZY:
+        return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

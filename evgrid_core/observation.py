@@ -87,6 +87,14 @@ class Observation:
     )
 
     @property
+    def has_valid_answer(self) -> bool:
+        """Whether the request has a valid ROUTE or DEFER left (with neither, any
+        answer is an invalid one the policy could not avoid)."""
+        return self.request is not None and (
+            bool(self.route_mask.any()) or bool(self.defer_options)
+        )
+
+    @property
     def lists(self) -> dict[str, list]:
         """Every array (and ``station_names``) as plain Python lists, for text and JSON.
 

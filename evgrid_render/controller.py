@@ -261,11 +261,7 @@ class Controller:
             )
         minute, clock = self.env_minute, self.state["clock"]
         obs = self.obs  # what the decision saw: had the EV any valid action left?
-        stuck = (
-            obs.request is not None
-            and not obs.route_mask.any()
-            and not obs.defer_options
-        )
+        stuck = obs.request is not None and not obs.has_valid_answer
         res = self.env.step(action)
         info = res.info
         applied = parse_action(info["action"]) if info["valid"] else None

@@ -178,3 +178,11 @@ def test_without_pandapower_the_ac_model_says_how_to_install_it() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout  # fmt: skip
     assert "pip install 'ev-grid-oracle[ac]'" in out
+
+
+def test_the_ac_model_keeps_the_grid_model_contract() -> None:
+    from evgrid_core import check_grid_model
+
+    assert check_grid_model("ac", scenarios=["feeder_fault"], ticks=8) == {
+        "feeder_fault": 8
+    }

@@ -104,3 +104,18 @@ def test_a_command_whose_package_is_missing_fails_alone() -> None:
     assert res.returncode == 2 and res.stderr == (
         "evgrid train: error: train needs the training package, not installed here\n"
     )
+
+
+def test_check_runs_a_plugins_contract_by_name_or_module_path() -> None:
+    ok = evgrid(
+        "check", "--policy", "greedy_eta", "--scenarios", "heatwave,evening_peak"
+    )
+    assert "policy greedy_eta keeps its contract on 2 scenarios" in ok.stdout
+    ok = evgrid("check", "--grid", "evgrid_core.grid:FeederSum", "--ticks", "4")
+    assert "evening_peak" in ok.stdout and "4 ticks checked" in ok.stdout
+    bad = evgrid("check", "--policy", "always_invalid", "--scenarios", "evening_peak",
+                 check=False)  # fmt: skip
+    assert bad.returncode == 1
+    assert "always_invalid breaks its contract: [valid]" in bad.stderr
+    bad = evgrid("check", "--grid", "nowhere:Model", check=False)
+    assert bad.returncode == 2 and "cannot load 'nowhere:Model'" in bad.stderr

@@ -277,3 +277,15 @@ def test_the_shipped_oracle_decides_with_its_adapter_and_grammar(
     bad = [r for r in rows if not r["valid"] or r["source"] != "grammar"]
     assert bad == [], bad[:3]
     assert all(100 < r["prompt_tokens"] <= 250 for r in rows)
+
+
+@pytest.mark.slow
+def test_the_shipped_oracle_keeps_the_policy_contract(shipped_policy) -> None:
+    """``check_policy`` on the Oracle as shipped: valid, deterministic, nothing
+    carried between episodes (6 decisions of each play, two scenarios)."""
+    from evgrid_core import check_policy
+
+    checked = check_policy(
+        shipped_policy, scenarios=["evening_peak", "feeder_fault"], decisions=6
+    )
+    assert checked == {"evening_peak": 6, "feeder_fault": 6}
