@@ -81,3 +81,10 @@ def test_ppo_is_a_registered_plugin(name: str, path: Path, preset: str) -> None:
     else:
         with pytest.raises(FileNotFoundError, match=f"--preset {preset}"):
             make_policy(name)
+
+
+@pytest.mark.parametrize("name", ["ppo", "ppo_warm", "mappo"])
+def test_the_exported_rl_policies_keep_the_policy_contract(name: str) -> None:
+    from evgrid_core import SCENARIOS, check_policy
+
+    assert set(check_policy(name)) == set(SCENARIOS)
