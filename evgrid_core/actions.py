@@ -18,6 +18,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 from numbers import Integral
+from typing import NamedTuple
 
 from .chargers import KIND_NAMES, N_KINDS, ChargerKind
 
@@ -68,26 +69,42 @@ class Invalid:
 Action = Route | Defer | LoadShift
 
 # --- The one syntax definition --------------------------------------------------
-# Each action: keyword, then fields. A field is ("id", prefix) for E<n>/S<n>,
-# or ("choice", values) for a fixed set of words or numbers.
+# Each action: keyword, then its named fields, in the order of the line.
 
-ACTION_SYNTAX: dict[str, tuple[tuple[str, object], ...]] = {
-    "ROUTE": (("id", "E"), ("id", "S"), ("choice", KIND_NAMES)),
-    "DEFER": (("id", "E"), ("choice", tuple(str(m) for m in DEFER_MINUTES))),
+
+class SyntaxField(NamedTuple):
+    """One word after an action's keyword: ``name`` (the typed field a client sends,
+    e.g. the server's ``command`` form), ``kind`` "id" (``arg`` the prefix of
+    E<n>/S<n>) or "choice" (``arg`` the words or numbers allowed)."""
+
+    name: str
+    kind: str
+    arg: str | tuple[str, ...]
+
+
+ACTION_SYNTAX: dict[str, tuple[SyntaxField, ...]] = {
+    "ROUTE": (
+        SyntaxField("ev", "id", "E"),
+        SyntaxField("station", "id", "S"),
+        SyntaxField("charger", "choice", KIND_NAMES),
+    ),
+    "DEFER": (
+        SyntaxField("ev", "id", "E"),
+        SyntaxField("minutes", "choice", tuple(str(m) for m in DEFER_MINUTES)),
+    ),
     "LOAD_SHIFT": (
-        ("id", "S"),
-        ("choice", tuple(str(c) for c in SHIFT_CAP_PCT)),
-        ("choice", tuple(str(m) for m in SHIFT_MINUTES)),
+        SyntaxField("station", "id", "S"),
+        SyntaxField("cap_pct", "choice", tuple(str(c) for c in SHIFT_CAP_PCT)),
+        SyntaxField("minutes", "choice", tuple(str(m) for m in SHIFT_MINUTES)),
     ),
 }
 ID_DIGITS = r"[1-9][0-9]{0,3}"  # 1..9999, no leading zeros
 
 
-def _field_regex(field: tuple[str, object]) -> str:
-    kind, arg = field
-    if kind == "id":
-        return f"{arg}({ID_DIGITS})"
-    return "(" + "|".join(re.escape(str(v)) for v in arg) + ")"  # type: ignore[union-attr]
+def _field_regex(field: SyntaxField) -> str:
+    if field.kind == "id":
+        return f"{field.arg}({ID_DIGITS})"
+    return "(" + "|".join(re.escape(str(v)) for v in field.arg) + ")"
 
 
 _ACTION_RES = {
@@ -95,7 +112,7 @@ _ACTION_RES = {
     for kw, fields in ACTION_SYNTAX.items()
 }
 MAX_ACTION_CHARS = max(
-    len(kw) + sum(1 + (5 if f[0] == "id" else max(map(len, f[1]))) for f in fields)  # type: ignore[arg-type]
+    len(kw) + sum(1 + (5 if f.kind == "id" else max(map(len, f.arg))) for f in fields)
     for kw, fields in ACTION_SYNTAX.items()
 )
 
@@ -257,7 +274,7 @@ _parse_short = lru_cache(maxsize=4096)(_parse)
 def usage(keyword: str) -> str:
     """A human-readable template of one action, e.g. 'ROUTE E<n> S<n> SLOW|FAST|ULTRA'."""
     parts = [keyword]
-    for kind, arg in ACTION_SYNTAX[keyword]:
+    for _, kind, arg in ACTION_SYNTAX[keyword]:
         parts.append(f"{arg}<n>" if kind == "id" else "|".join(map(str, arg)))  # type: ignore[arg-type]
     return " ".join(parts)
 

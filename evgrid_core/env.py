@@ -70,6 +70,9 @@ class EVGridEnv:
         self.world: World | None = None
         self.scenario: Scenario | None = None
         self.seed: int | None = None
+        # The typed action the last step applied (None: refused, or no step yet):
+        # what a front end shows without parsing ``info["action"]`` back.
+        self.last_action: Action | None = None
 
     # --- Episode ----------------------------------------------------------------------
     def reset(
@@ -105,6 +108,7 @@ class EVGridEnv:
         self.steps = 0
         self.done = False
         self.last_info: dict[str, Any] = {}
+        self.last_action = None
         self.world.advance(new_parts(), self.kpis)  # to the first tick with a request
         self.done = self.world.finished
         return self.observation()
@@ -142,6 +146,7 @@ class EVGridEnv:
             code = w.try_step(*_fields(parsed), parts)  # judged, applied if allowed
             reason = "" if code == 0 else refusal(w, parsed, code)
         ok = code == 0
+        self.last_action = parsed if ok else None
         if ok:
             ev = parsed.ev - 1 if isinstance(parsed, (Route, Defer)) else first
             if isinstance(parsed, LoadShift):

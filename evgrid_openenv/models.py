@@ -32,6 +32,7 @@ from evgrid_core import (
     format_action,
 )
 from evgrid_core.actions import (
+    ACTION_SYNTAX,
     DEFER_MINUTES,
     MAX_ACTION_CHARS,
     SHIFT_CAP_PCT,
@@ -47,13 +48,14 @@ from evgrid_core.chargers import KIND_NAMES, N_KINDS
 # stepped): it is not an answer, and it would be read, judged and echoed for nothing.
 MAX_TEXT_CHARS = 1024
 
-# The typed fields each command takes, in the order of its text line.
+# The typed fields each command takes, in the order of its text line: the core's
+# syntax names them.
 COMMAND_FIELDS: dict[str, tuple[str, ...]] = {
-    "ROUTE": ("ev", "station", "charger"),
-    "DEFER": ("ev", "minutes"),
-    "LOAD_SHIFT": ("station", "cap_pct", "minutes"),
+    kw: tuple(f.name for f in fields) for kw, fields in ACTION_SYNTAX.items()
 }
-_TYPED_FIELDS = ("ev", "station", "charger", "minutes", "cap_pct")
+_TYPED_FIELDS = tuple(
+    dict.fromkeys(n for names in COMMAND_FIELDS.values() for n in names)
+)
 
 
 def _listed(values: tuple[int, ...]) -> str:

@@ -24,7 +24,6 @@ from evgrid_core import (
     Route,
     SimConfig,
     format_action,
-    parse_action,
 )
 from evgrid_core.actions import DEFER_MINUTES, SHIFT_CAP_PCT, SHIFT_MINUTES
 from evgrid_core.chargers import CHARGER_KW, N_KINDS
@@ -264,7 +263,7 @@ class Controller:
         stuck = obs.request is not None and not obs.has_valid_answer
         res = self.env.step(action)
         info = res.info
-        applied = parse_action(info["action"]) if info["valid"] else None
+        applied = self.env.last_action  # the typed action applied; None: refused
         station = applied.station if isinstance(applied, Route) else None
         named = getattr(applied, "station", None)
         stations = self.state["stations"]

@@ -57,7 +57,7 @@ def action_grammar() -> str:
     id_prefixes: list[str] = []
     for kw, fields in ACTION_SYNTAX.items():
         terms = [literal(kw)]
-        for i, (kind, arg) in enumerate(fields):
+        for i, (_, kind, arg) in enumerate(fields):
             if kind == "id":
                 prefix = str(arg)
                 if prefix not in id_prefixes:
@@ -79,7 +79,7 @@ def action_grammar() -> str:
 
 
 def _field_values(keyword: str, position: int) -> tuple[str, ...]:
-    kind, arg = ACTION_SYNTAX[keyword][position]
+    _, kind, arg = ACTION_SYNTAX[keyword][position]
     assert kind == "choice"
     return tuple(str(v) for v in arg)  # type: ignore[union-attr]
 

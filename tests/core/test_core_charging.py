@@ -89,7 +89,7 @@ def test_every_layer_reads_the_one_charger_table() -> None:
     assert (
         KIND_NAMES == tuple(c.name for c in CHARGERS) == tuple(ChargerKind.__members__)
     )
-    assert ACTION_SYNTAX["ROUTE"][2] == ("choice", KIND_NAMES)
+    assert ACTION_SYNTAX["ROUTE"][2] == ("charger", "choice", KIND_NAMES)
     assert CHARGER_KW.tolist() == [c.kw for c in CHARGERS]
     assert tuple(c.dc for c in CHARGERS) == CHARGER_DC
     assert [c.label for c in CHARGERS] == ["SLOW 7 kW AC", "FAST 30 kW DC",

@@ -64,3 +64,19 @@ def test_play_episode_shows_every_decision_to_its_recorder():
     plain = play_episode(make_policy("greedy_eta"), "quiet_night", 3)
     assert len(seen) == env.steps > 0  # one call per step, in order
     assert env.kpis.total_return == plain.kpis.total_return  # recording changes nothing
+
+
+def test_the_step_keeps_the_typed_action_it_applied() -> None:
+    from evgrid_core import EVGridEnv, Route, parse_action
+
+    env = EVGridEnv()
+    obs = env.reset(seed=0, scenario="evening_peak")
+    assert env.last_action is None
+    s, k = (int(v[0]) for v in obs.route_mask.nonzero())
+    line = f"ROUTE E{obs.request.id} S{s + 1} {['SLOW', 'FAST', 'ULTRA'][k]}"
+    assert env.step(line).info["valid"]
+    assert env.last_action == parse_action(line) and isinstance(env.last_action, Route)
+    assert not env.step("ROUTE E99999 S1 FAST").info["valid"]
+    assert env.last_action is None  # refused: nothing applied
+    env.reset(seed=1, scenario="evening_peak")
+    assert env.last_action is None

@@ -19,7 +19,7 @@ from server_helpers import ROOT, ask, free_port, open_session, wait_healthy  # n
 from evgrid_core import ACTION_SYNTAX, KPI_UNITS, REWARD_KEYS, action_contract  # noqa: E402
 from evgrid_openenv.app_args import parse_args  # noqa: E402
 from evgrid_openenv.client import EVGridClient, EVGridServerError  # noqa: E402
-from evgrid_openenv.models import COMMAND_FIELDS  # noqa: E402
+from evgrid_openenv.models import COMMAND_FIELDS, EVGridAction  # noqa: E402
 
 
 def openenv_cli(*args: str, timeout: float = 180) -> subprocess.CompletedProcess:
@@ -85,11 +85,15 @@ def test_server_schema_has_every_field_described(server_url: str) -> None:
     assert {"scenario", "seed", "kpis"} <= set(schema["state"]["properties"])
 
 
-def test_server_typed_commands_cover_the_action_syntax() -> None:
-    # One command per text keyword, with one typed field per syntax field.
+def test_server_typed_commands_are_the_action_syntax_named_fields() -> None:
+    # One command per text keyword, its typed fields the syntax's names, each a
+    # field of the wire model.
     assert list(COMMAND_FIELDS) == list(ACTION_SYNTAX)
-    for word, fields in ACTION_SYNTAX.items():
-        assert len(COMMAND_FIELDS[word]) == len(fields), word
+    assert COMMAND_FIELDS["ROUTE"] == ("ev", "station", "charger")
+    assert COMMAND_FIELDS["LOAD_SHIFT"] == ("station", "cap_pct", "minutes")
+    wire = set(EVGridAction.model_fields)
+    for names in COMMAND_FIELDS.values():
+        assert set(names) <= wire
 
 
 def test_server_openapi_fuzz_finds_no_5xx(server_url: str, tmp_path) -> None:
