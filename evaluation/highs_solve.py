@@ -22,6 +22,8 @@ from typing import Any
 
 import numpy as np
 
+from evgrid_core.optional import require
+
 OPTIMAL = "optimal"  # the MILP closed: gap <= mip_rel_gap
 TIME_LIMITED = (
     "time-limited"  # the wall-clock safety net stopped it (machine-dependent)
@@ -33,14 +35,7 @@ PROGRESS_EVERY_S = 5.0  # [s] between progress lines during a solve
 
 
 def _require_highspy():  # noqa: ANN202
-    try:
-        import highspy
-    except ImportError as e:  # pragma: no cover - depends on the machine
-        raise ImportError(
-            "the hindsight optimum needs highspy (HiGHS): "
-            "pip install 'ev-grid-oracle[eval]'"
-        ) from e
-    return highspy
+    return require("highspy", "the hindsight optimum", "eval")
 
 
 def _new_highs():  # noqa: ANN202
@@ -151,7 +146,7 @@ def solve(
     start: np.ndarray | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> Solution:
-    """Solve ``model`` (``optimum.Model``) with HiGHS; ``relax`` solves the LP relaxation.
+    """Solve ``model`` (``milp.Model``) with HiGHS; ``relax`` solves the LP relaxation.
 
     ``start``: a feasible point (options and slacks) given as the MIP start.
     ``progress``: called with a line (elapsed, nodes, incumbent, bound, gap as

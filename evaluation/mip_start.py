@@ -23,6 +23,7 @@ import numpy as np
 
 from evgrid_core import Defer, EVGridEnv, Route, SimConfig, format_action
 
+from .milp import price_selection, selection_feasible
 from .plan_options import STRAND, Options
 
 
@@ -159,8 +160,6 @@ def best_start(
     baselines: list[BaselineEpisode],
 ) -> Start:
     """The best feasible plan-class selection among the greedy and the mapped baselines."""
-    from .optimum import price_selection, selection_feasible
-
     cands = {"greedy": greedy_selection(model, opts, order)}
     for ep in baselines:
         pref = baseline_preference(opts, ep)

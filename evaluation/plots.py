@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from evgrid_core import REWARD_KEYS, SimConfig, get_scenario
+from evgrid_core.optional import require
 
 from .engineering import AT_LIMIT, feeder_figures, is_learned, summarise_figures
 from .runner import OPTIMUM
@@ -51,16 +52,8 @@ WAIT_WHISKERS = (5, 95)  # [percentile] the waits plot's whiskers; dots beyond t
 
 
 def _pyplot():  # noqa: ANN202
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError as e:  # pragma: no cover - depends on the machine
-        raise ImportError(
-            "plots need matplotlib: pip install 'ev-grid-oracle[eval]'"
-        ) from e
-    return plt
+    require("matplotlib", "plots", "eval").use("Agg")
+    return require("matplotlib.pyplot", "plots", "eval")
 
 
 def _colors(policies: list[str]) -> dict[str, Any]:

@@ -9,16 +9,11 @@ import numpy as np
 from evgrid_core.distflow import NetworkState
 from evgrid_core.network import BASE_MVA, Network
 from evgrid_core.oltc import TAP_MAX, TAP_MIN, TAP_STEP_PU
-
-INSTALL_HINT = "the AC reference needs pandapower: pip install 'ev-grid-oracle[ac]'"
+from evgrid_core.optional import require
 
 
 def _pandapower() -> Any:
-    try:
-        import pandapower
-    except ImportError as e:
-        raise ImportError(f"{INSTALL_HINT} ({e})") from e
-    return pandapower
+    return require("pandapower", "the AC reference", "ac")
 
 
 class PandapowerNet:

@@ -75,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"--reference {args.reference} is not among --policies")
     optimum = optimum_settings(args)
     if "optimum" in policies:
-        from evaluation.optimum import check_grid
+        from evaluation.milp import check_grid
 
         check_grid(config)
 

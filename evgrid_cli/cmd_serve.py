@@ -18,11 +18,9 @@ def run(args: argparse.Namespace) -> int:
     from evgrid_openenv.app_args import check_serve_args
 
     check_serve_args(args)  # a bad option fails at once, not after OpenEnv loads
-    try:
-        from evgrid_openenv.app import serve
-    except ImportError as e:
-        raise SystemExit(
-            f"evgrid serve needs the server extra ({e}); install it with "
-            "`python3 -m pip install -e '.[server]'`"
-        ) from None
+    from evgrid_core.optional import require
+
+    require("openenv", "evgrid serve", "server")
+    from evgrid_openenv.app import serve
+
     return serve(args)

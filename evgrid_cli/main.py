@@ -14,6 +14,8 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from evgrid_core.optional import DependencyNotInstalled
+
 ORDER = (
     "list",
     "eval",
@@ -82,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
-    except ValueError as e:  # bad user input: say what, no traceback
+    except (ValueError, DependencyNotInstalled) as e:  # say what, no traceback
         print(f"evgrid {args.command}: error: {e}", file=sys.stderr)
         return 2
 

@@ -17,7 +17,7 @@ import numpy as np
 from .jit import kernel
 
 if TYPE_CHECKING:
-    from .grid import GridTick
+    from .distflow import NetworkState
 
 Value = float | np.ndarray  # a number, or one per tick / session
 
@@ -66,7 +66,7 @@ def fossil_kwh(kwh: Value, renewable_share: Value) -> Value:
     return kwh * (1.0 - renewable_share)
 
 
-def network_terms(grid: GridTick) -> tuple[float, float]:
+def network_terms(n: NetworkState | None) -> tuple[float, float]:
     """One tick's network terms: ([p.u.] the voltage deficit the EV load adds,
     summed over the points of supply, [kVA] the DTs' load above their ratings).
 
@@ -76,9 +76,9 @@ def network_terms(grid: GridTick) -> tuple[float, float]:
     makes 1 kWh charged at the airport hub, whose tail is below its floor, cost
     about what 1 kWh above a feeder's soft limit does (``grid_stress``). Both are
     convex piecewise-linear in the stations' kW under LinDistFlow, so the optimum
-    charges them exactly. (0.0, 0.0) without a network (the feeder sum).
+    charges them exactly. ``n``: the tick's ``GridTick.network``; (0.0, 0.0)
+    without one (the feeder sum).
     """
-    n = grid.network
     if n is None:
         return 0.0, 0.0
     added = n.voltage_deficit_pu

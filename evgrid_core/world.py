@@ -366,7 +366,7 @@ class World:
             self._call(entry.GRID_TERMS, parts, t)
             if grid.network is not None:  # the network models' limits
                 w = self.config.weights
-                deficit_pu, over_kva = network_terms(grid)
+                deficit_pu, over_kva = network_terms(grid.network)
                 parts[P_UNDERVOLTAGE] -= w.undervoltage * deficit_pu * self.dt_h
                 parts[P_TRANSFORMER] -= w.transformer_overload * over_kva * self.dt_h
                 kpis.on_network(grid.network, self.dt_h)

@@ -19,19 +19,15 @@ from typing import Any
 
 import numpy as np
 
-try:
-    import gymnasium as gym
-    from gymnasium import spaces
-except ImportError as e:  # pragma: no cover - exercised only without gymnasium
-    raise ImportError(
-        "the Gymnasium wrapper needs gymnasium: pip install 'ev-grid-oracle[gym]'"
-    ) from e
-
 from evgrid_core import DEFAULT_SCENARIO, EVGridEnv, SimConfig
 from evgrid_core.candidates import FEATURES, Candidates, candidates, fixed_view
 from evgrid_core.features import N_DEFER, N_ROUTE, OBS_HIGH, OBS_LOW, OBS_SIZE
+from evgrid_core.optional import require
 
 from .env import reset_core
+
+gym = require("gymnasium", "the Gymnasium wrapper", "gym")
+spaces = require("gymnasium.spaces", "the Gymnasium wrapper", "gym")
 
 K_DEFAULT = N_ROUTE + N_DEFER  # 82 rows: every ROUTE (25 x 3) and DEFER; none left out
 N_FEATURES = len(FEATURES)

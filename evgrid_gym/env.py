@@ -14,14 +14,6 @@ from typing import Any
 
 import numpy as np
 
-try:
-    import gymnasium as gym
-    from gymnasium import spaces
-except ImportError as e:  # pragma: no cover - exercised only without gymnasium
-    raise ImportError(
-        "the Gymnasium wrapper needs gymnasium: pip install 'ev-grid-oracle[gym]'"
-    ) from e
-
 from evgrid_core import (
     DEFAULT_SCENARIO,
     DEFER_MINUTES,
@@ -49,6 +41,10 @@ from evgrid_core.features import (
     shift_numbers,
 )
 from evgrid_core.judge import A_DEFER, A_ROUTE
+from evgrid_core.optional import require
+
+gym = require("gymnasium", "the Gymnasium wrapper", "gym")
+spaces = require("gymnasium.spaces", "the Gymnasium wrapper", "gym")
 
 __all__ = ["N_ACTIONS", "N_DEFER", "N_FEEDERS", "N_ROUTE", "N_SHIFT", "OBS_HIGH",
            "OBS_LOW", "OBS_SIZE", "EVGridGymEnv", "action_mask", "decode_action",

@@ -38,14 +38,6 @@ from typing import Any
 
 import numpy as np
 
-try:
-    from gymnasium import spaces
-    from pettingzoo import ParallelEnv
-except ImportError as e:  # pragma: no cover - exercised only without pettingzoo
-    raise ImportError(
-        "the multi-agent env needs pettingzoo: pip install 'ev-grid-oracle[marl]'"
-    ) from e
-
 from evgrid_core import (
     DEFAULT_SCENARIO,
     Defer,
@@ -57,6 +49,7 @@ from evgrid_core import (
     SimConfig,
 )
 from evgrid_core.city import N_STATIONS
+from evgrid_core.optional import require
 from evgrid_gym.env import (
     N_DEFER,
     N_ROUTE,
@@ -72,6 +65,9 @@ from evgrid_gym.env import (
 
 from .agents import Roster, make_roster
 from .attribution import CoreStep, attribute
+
+spaces = require("gymnasium.spaces", "the multi-agent env", "marl")
+ParallelEnv = require("pettingzoo", "the multi-agent env", "marl").ParallelEnv
 
 FLEET_NOOP = N_ROUTE + N_DEFER  # the fleet's last index
 N_FLEET_ACTIONS = FLEET_NOOP + 1

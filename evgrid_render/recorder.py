@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pygame
 
+from evgrid_core.optional import require
+
 RECORDINGS = Path(__file__).resolve().parent.parent / "recordings"
 
 
@@ -33,12 +35,8 @@ class Recorder:
     def __init__(
         self, path: Path, size: tuple[int, int], fps: int = 30, crf: int = 23
     ) -> None:
-        try:
-            import imageio_ffmpeg
-        except ImportError as e:  # pragma: no cover - a core dependency
-            raise RuntimeError(
-                "recording needs imageio-ffmpeg: pip install imageio-ffmpeg"
-            ) from e
+        imageio_ffmpeg = require("imageio_ffmpeg", "recording", "",
+                                 package="imageio-ffmpeg")  # fmt: skip
         self.path = Path(path)
         if self.path.parent.resolve() == RECORDINGS:
             RECORDINGS.mkdir(exist_ok=True)  # the default folder, the only one made

@@ -22,7 +22,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-INSTALL_HINT = "--ray needs Ray: pip install 'ev-grid-oracle[rl]'"
+from evgrid_core.optional import require
+
 TASKS_PER_CPU = 4  # chunks per CPU: small enough to balance, large enough to amortise
 
 
@@ -37,10 +38,7 @@ def ray_start(
     ``address`` None: a local Ray on ``num_cpus`` CPUs (all by default); else the
     cluster at that address (``"auto"``, ``"ray://host:10001"``...).
     """
-    try:
-        import ray
-    except ImportError as e:
-        raise ImportError(INSTALL_HINT) from e
+    ray = require("ray", "--ray", "rl")
     if ray.is_initialized():
         return False
     ray.init(

@@ -19,18 +19,15 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from evgrid_core.optional import require
+
 PAGE_PATH = "/web"
 STATE_SESSIONS = 256  # [session ids] Gradio's per-session state kept (~66 KiB each)
 
 
 def mount_page(app: Any, path: str = PAGE_PATH, sessions: Any = None) -> Any:
     """``app`` with the page at ``path`` and ``/`` redirected to it."""
-    try:
-        import gradio as gr
-    except ImportError as e:  # pragma: no cover - gradio comes with openenv
-        raise RuntimeError(
-            f"the web page needs gradio ({e}): python3 -m pip install -e '.[web]'"
-        ) from None
+    gr = require("gradio", "the web page", "web")
     from fastapi.responses import RedirectResponse
     from starlette.routing import Mount
 

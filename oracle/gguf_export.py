@@ -20,7 +20,14 @@ import tarfile
 import tempfile
 from pathlib import Path
 
+from evgrid_core.optional import require
+
 LLAMA_CPP_PYTHON_VERSION = "0.3.36"
+# Built from source here: without this flag the wheel uses this CPU's instructions only.
+LLAMA_CPP_NOTE = (
+    'build it portable: CMAKE_ARGS="-DGGML_NATIVE=OFF" python3 -m pip install '
+    f"llama-cpp-python=={LLAMA_CPP_PYTHON_VERSION}"
+)
 CACHE_DIR = Path(
     os.environ.get(
         "EVGRID_ORACLE_CACHE", Path(__file__).resolve().parents[1] / ".cache" / "oracle"
@@ -187,15 +194,8 @@ def convert_lora_to_gguf(
 
 
 def _llama_cpp():
-    try:
-        import llama_cpp
-    except ImportError as e:
-        raise ImportError(
-            "llama-cpp-python is needed to quantise GGUF files: "
-            'CMAKE_ARGS="-DGGML_NATIVE=OFF" python3 -m pip install '
-            f"llama-cpp-python=={LLAMA_CPP_PYTHON_VERSION} (or pip install -e .[oracle])"
-        ) from e
-    return llama_cpp
+    return require("llama_cpp", "quantising GGUF files", "oracle",
+                   package="llama-cpp-python", note=LLAMA_CPP_NOTE)  # fmt: skip
 
 
 def quantize_gguf(

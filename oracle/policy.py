@@ -32,8 +32,10 @@ from typing import Any
 import numpy as np
 
 from evgrid_core import Action, Observation, format_action
+from evgrid_core.optional import require
 from evgrid_core.policies import Policy, make_policy, register_policy
 
+from .gguf_export import LLAMA_CPP_NOTE
 from .grammar import allowed_actions, lines_grammar, max_answer_tokens, step_grammar
 from .prompt import (
     DECISION_STATIONS,
@@ -43,16 +45,9 @@ from .prompt import (
     build_prompt,
     decision_prompt,
 )
+from .shipped import SHIPPED_ADAPTER, SHIPPED_PROMPT
 
 log = logging.getLogger(__name__)
-INSTALL_HINT = (
-    "the Oracle needs llama-cpp-python: "
-    'CMAKE_ARGS="-DGGML_NATIVE=OFF" python3 -m pip install llama-cpp-python==0.3.36 '
-    "(or: pip install -e .[oracle])"
-)
-WEIGHTS_DIR = Path(__file__).parent / "weights"
-SHIPPED_ADAPTER = WEIGHTS_DIR / "oracle-smollm2-lora.gguf"  # see weights/TRAINING.md
-SHIPPED_PROMPT = WEIGHTS_DIR / "oracle.json"  # how the shipped adapter was asked
 PROMPTS = ("decision", "observation")
 
 
@@ -107,10 +102,8 @@ def load_llama(
     # with other work that made 2 threads 30x slower than 1 here. Passive waiting
     # fixes it (must be set before the library loads; an explicit setting wins).
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-    try:
-        from llama_cpp import Llama
-    except ImportError as e:
-        raise ImportError(INSTALL_HINT) from e
+    Llama = require("llama_cpp", "the Oracle", "oracle", package="llama-cpp-python",
+                    note=LLAMA_CPP_NOTE).Llama  # fmt: skip
     return Llama(
         model_path=str(path),
         n_ctx=n_ctx,

@@ -32,6 +32,7 @@ import time
 from pathlib import Path
 
 from .gguf_export import CACHE_DIR, merge_lora_gguf, quantize_gguf
+from .shipped import SHIPPED_ADAPTER
 
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 HF_DIR_NAME = "smollm2-135m-hf"
@@ -117,8 +118,6 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     t = time.perf_counter()
     print(f"runtime base: {runtime_gguf()} ({time.perf_counter() - t:.0f} s)")
-    from .policy import SHIPPED_ADAPTER
-
     if SHIPPED_ADAPTER.is_file():
         t = time.perf_counter()
         model = oracle_gguf(SHIPPED_ADAPTER)

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from evgrid_core.candidates import FEATURES, candidates
+from evgrid_core.optional import require
 from evgrid_core.trees import FORMAT, TreeEnsemble, from_json
 
 from .dagger import load_rollout_labels, rollout_states
@@ -314,13 +315,7 @@ def distill(
 
 
 def _lightgbm() -> Any:
-    try:
-        import lightgbm
-    except ImportError as e:  # also: libgomp missing on a bare Debian
-        raise ValueError(
-            f"training distilled needs LightGBM: pip install -e '.[distill]' ({e})"
-        ) from None
-    return lightgbm
+    return require("lightgbm", "training distilled", "distill")  # or libgomp missing
 
 
 def _episodes(rows: list[dict[str, Any]]) -> dict[str, list[list[int]]]:

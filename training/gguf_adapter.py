@@ -119,7 +119,7 @@ def gguf_to_peft(cfg: TrainConfig, gguf_path: Path, out: Path) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from oracle.policy import SHIPPED_ADAPTER
+    from oracle.shipped import SHIPPED_ADAPTER
 
     from .config import load_config
 

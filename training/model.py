@@ -11,23 +11,18 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from evgrid_core.optional import require
+
 from .config import REPO_ROOT, TrainConfig
 
-TRAIN_HINT = (
-    "training needs the 'train' extra: python3 -m pip install torch==2.13.0 "
-    "&& python3 -m pip install -e '.[train]'"
-)
+# torch first and pinned: a plain ``torch`` would pull a multi-GB CUDA build.
+TORCH_NOTE = "install torch==2.13.0 (its CPU wheel) before the extra"
 
 
 def require_train_stack() -> None:
-    """Fail early, with an install hint, when torch/transformers/trl/peft are absent."""
-    try:
-        import peft  # noqa: F401
-        import torch  # noqa: F401
-        import transformers  # noqa: F401
-        import trl  # noqa: F401
-    except ImportError as e:
-        raise RuntimeError(f"{e}; {TRAIN_HINT}") from e
+    """Fail early, naming the ``train`` extra, when torch/transformers/trl/peft are absent."""
+    for module in ("torch", "transformers", "trl", "peft"):
+        require(module, "training", "train", note=TORCH_NOTE)
 
 
 def resolve_device(cfg: TrainConfig) -> str:

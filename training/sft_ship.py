@@ -146,7 +146,7 @@ def ship(
     Oracle runs from) and write TRAINING.md beside it; ``grpo``: lines on the GRPO
     stage for the record (``evgrid train``)."""
     from oracle.gguf_export import convert_lora_to_gguf
-    from oracle.policy import SHIPPED_ADAPTER, SHIPPED_PROMPT, WEIGHTS_DIR
+    from oracle.shipped import SHIPPED_ADAPTER, SHIPPED_PROMPT, WEIGHTS_DIR
 
     from .logs import read_csv
     from .model import base_model_path

@@ -11,7 +11,6 @@ from grid_probes import two_bus
 
 from evgrid_core import EVGridEnv, SimConfig
 from evgrid_core.distflow import LinDistFlowSolver
-from evgrid_core.grid import GridTick
 from evgrid_core.network import (
     DT_NO_LOAD_KV,
     EV_PF,
@@ -64,15 +63,11 @@ def test_the_reward_charges_what_the_ev_load_adds_below_the_floor() -> None:
     s = _two_bus_state(6000.0)
     base = _two_bus_state(5500.0).voltage_deficit_pu  # the background's own deficit
 
-    def tick(state) -> GridTick:  # noqa: ANN001
-        return GridTick([1.0], [0.0], np.zeros(1), np.zeros(1), [0.0], None, state)
-
-    assert network_terms(tick(s))[0] == pytest.approx(s.voltage_deficit_pu.sum())
-    added = network_terms(tick(replace(s, background_deficit_pu=base)))[0]
+    assert network_terms(s)[0] == pytest.approx(s.voltage_deficit_pu.sum())
+    added = network_terms(replace(s, background_deficit_pu=base))[0]
     assert added == pytest.approx((s.voltage_deficit_pu - base).sum(), abs=1e-15)
     assert 0.0 < added < s.voltage_deficit_pu.sum()
-    no_network = GridTick([1.0], [0.0], np.zeros(1), np.zeros(1), [0.0], None)
-    assert network_terms(no_network) == (0.0, 0.0)
+    assert network_terms(None) == (0.0, 0.0)  # the feeder sum's ticks
 
 
 def test_a_dt_is_overloaded_by_the_kva_above_its_rating() -> None:
@@ -86,7 +81,7 @@ def test_a_dt_is_overloaded_by_the_kva_above_its_rating() -> None:
     assert n.dt_overload_kva[11] == pytest.approx(198.0 / EV_PF - 100.0, rel=1e-12)
     assert n.station_transformer_loading[11] == pytest.approx(2.0, rel=1e-12)
     assert np.count_nonzero(n.dt_overload_kva) == 1
-    assert network_terms(grid.carry(0, station_kw))[1] == pytest.approx(100.0)
+    assert network_terms(grid.carry(0, station_kw).network)[1] == pytest.approx(100.0)
     after = grid.carry(40, station_kw).network  # the 500 kVA unit is back at tick 36
     assert after.dt_overload_kva[11] == 0.0
 

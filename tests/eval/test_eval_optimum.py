@@ -25,13 +25,11 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from evaluation.milp import build_model, price_selection, selection_feasible
 from evaluation.optimum import (
     INVALID_ANSWER,
-    build_model,
     plan_actions,
-    price_selection,
     replay,
-    selection_feasible,
     solve,
     solve_episode,
 )

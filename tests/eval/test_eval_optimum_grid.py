@@ -14,18 +14,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from evaluation.optimum import (
+from evaluation.milp import (
     build_model,
     check_grid,
     full_point,
     grid_limits,
-    model_parts,
-    plan_actions,
     price_selection,
-    replay,
     selection_feasible,
-    solve_episode,
 )
+from evaluation.optimum import model_parts, plan_actions, replay, solve_episode
 from evaluation.plan_options import build_options
 from evgrid_core import EVGridEnv, SimConfig, load_city
 from evgrid_core.fleet import arrivals_from_records

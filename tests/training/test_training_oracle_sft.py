@@ -106,7 +106,7 @@ def test_a_resumed_run_equals_an_unbroken_one_and_ships(tmp_path, monkeypatch) -
     pytest.importorskip("peft", reason="needs the train extra")
     from safetensors.torch import load_file
 
-    import oracle.policy
+    import oracle.shipped
     from training.logs import read_csv
     from training.oracle_sft import train
     from training.sft_ship import checkpoints, ship
@@ -150,9 +150,9 @@ def test_a_resumed_run_equals_an_unbroken_one_and_ships(tmp_path, monkeypatch) -
     # shipping: the adapter as a GGUF beside its record
     weights = tmp_path / "weights"
     weights.mkdir()
-    monkeypatch.setattr(oracle.policy, "WEIGHTS_DIR", weights)
-    monkeypatch.setattr(oracle.policy, "SHIPPED_ADAPTER", weights / "lora.gguf")
-    monkeypatch.setattr(oracle.policy, "SHIPPED_PROMPT", weights / "oracle.json")
+    monkeypatch.setattr(oracle.shipped, "WEIGHTS_DIR", weights)
+    monkeypatch.setattr(oracle.shipped, "SHIPPED_ADAPTER", weights / "lora.gguf")
+    monkeypatch.setattr(oracle.shipped, "SHIPPED_PROMPT", weights / "oracle.json")
     config_file = tmp_path / "preset.toml"
     config_file.write_text("# the preset\n")
     pytest.importorskip("llama_cpp", reason="the converter ships with llama-cpp-python")
