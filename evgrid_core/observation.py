@@ -181,7 +181,7 @@ def _city_view(w: World) -> dict[str, Any]:
     Its arrays are read-only: ``fast.city_part_of_the_tick`` shares them between
     the tick's observations.
     """
-    t = w._t()
+    t = w.table_row()
     grid = w.grid_now
     asked = grid.ev_kw + grid.shed_kw  # [kW] EV load asked, shed included
     fc = w.grid.forecast(t, asked, FORECAST_TICKS)  # the grid model's rule

@@ -79,7 +79,7 @@ def route_problem(w: World, ev: int, station: int, kind: int) -> str | None:
     n = tables.city.n_stations
     if not 1 <= station <= n:
         return f"no station S{station} (stations are S1..S{n})"
-    s, node, t = station - 1, w.evs.node[ev], w._t()
+    s, node, t = station - 1, w.evs.node[ev], w.table_row()
     name = KIND_NAMES[kind]
     if tables.plugs_rows[s][kind] == 0:
         return f"S{station} has no {name} charger"

@@ -239,17 +239,18 @@ class World:
         m = int(self.minute_of_day())
         return f"{m // 60:02d}:{m % 60:02d}"
 
-    def _t(self) -> int:
+    def table_row(self) -> int:
+        """The row of the per-tick tables for now (the last one once the episode ends)."""
         return min(self.tick, self.n_ticks - 1)
 
     def tariff_now(self) -> float:
-        return float(self.tables.tariff[self._t()])
+        return float(self.tables.tariff[self.table_row()])
 
     def renewable_now(self) -> float:
-        return float(self.tables.renewable[self._t()])
+        return float(self.tables.renewable[self.table_row()])
 
     def station_open(self, s: int, tick: int | None = None) -> bool:
-        t = self._t() if tick is None else tick
+        t = self.table_row() if tick is None else tick
         return t < self.n_ticks and self.tables.open_rows[t][s]
 
     def cap_kw(self, s: int) -> float:
@@ -264,7 +265,7 @@ class World:
     # --- Travel ------------------------------------------------------------------------
     def travel_minutes(self, ev: int) -> np.ndarray:
         """Drive time [min] from the EV's locality to every station, at today's speed."""
-        return self.tables.travel_min[self._t(), self.evs.node[ev]]
+        return self.tables.travel_min[self.table_row(), self.evs.node[ev]]
 
     def range_km(self, ev: int) -> float:
         return (
@@ -310,7 +311,7 @@ class World:
         given = not self.fused
         if given:
             st = self.state
-            t = self._t()
+            t = self.table_row()
             scratch[1] = self.grid.forecast(
                 t, st.grid_ev_kw + st.grid_shed_kw, FORECAST_TICKS
             )

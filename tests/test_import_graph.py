@@ -91,3 +91,18 @@ def test_the_graph_sees_deferred_and_type_checking_imports(tmp_path) -> None:
                      "pkg.c": {"pkg.a"}}  # fmt: skip
     g = nx.DiGraph([(a, b) for a, bs in edges.items() for b in bs])
     assert len(list(nx.simple_cycles(g))) == 1
+
+
+def test_no_private_name_is_imported_from_another_module_of_ours() -> None:
+    modules = our_modules()
+    found = []
+    for name, path in modules.items():
+        if name.startswith(("tests", "bench")):  # tests reach in on purpose
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (node.level or (
+                node.module or "").split(".")[0] in {m.split(".")[0] for m in modules}):  # fmt: skip
+                private = [a.name for a in node.names if a.name.startswith("_")]
+                found += [f"{name}: from {'.' * node.level}{node.module} import {p}"
+                          for p in private if p != "__version__"]  # fmt: skip
+    assert found == [], found
