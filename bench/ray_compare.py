@@ -16,8 +16,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from evaluation.ray_compare import run_comparison_ray
 from evaluation.runner import run_comparison
-from evgrid_rl.ray_runner import run_comparison_ray
 
 
 def main() -> None:

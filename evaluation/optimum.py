@@ -55,7 +55,8 @@ from evgrid_core import (
     policies,
 )
 from evgrid_core.chargers import KIND_NAMES
-from evgrid_core.trace import episode_trace
+from evgrid_core.rollout import OnStep, drive
+from evgrid_core.trace import EpisodeTrace, episode_trace
 
 from .highs_solve import (
     OPTIMAL,
@@ -92,19 +93,42 @@ def plan_actions(opts: Options, x: np.ndarray) -> dict[int, list[Defer | Route |
     return plan
 
 
+class PlanPolicy:
+    """A plan (EV id -> its actions, in order) as a policy: each request gets its
+    EV's next action, "NO_PLAN" (invalid) once they are used up."""
+
+    name = "plan"
+
+    def __init__(self, plan: dict[int, list[Defer | Route | str]]) -> None:
+        self.plan = plan
+        self.next: dict[int, int] = {}
+
+    def reset(self, seed: int) -> None:
+        self.next = {}
+
+    def act(self, obs: Any) -> Defer | Route | str:
+        ev = obs.request.id  # the request being decided
+        i = self.next[ev] = self.next.get(ev, -1) + 1
+        steps = self.plan.get(ev, [])
+        return steps[i] if i < len(steps) else "NO_PLAN"
+
+
 def replay(
-    env: EVGridEnv, plan: dict[int, list[Defer | Route | str]]
+    env: EVGridEnv,
+    plan: dict[int, list[Defer | Route | str]],
+    on_step: OnStep | None = None,
 ) -> tuple[float, int]:
-    """Drive ``env`` (just reset) with the plan; returns (return, refused steps)."""
-    nxt = dict.fromkeys(plan, 0)
+    """Drive ``env`` (just reset) with the plan (``rollout.drive``; ``on_step`` as
+    there); returns (return, refused steps: invalid answers it did not plan)."""
     refused = 0
-    while not env.done:
-        ev = env.request_id  # the request being decided
-        steps = plan.get(ev, [])
-        action = steps[nxt[ev]] if nxt.get(ev, 0) < len(steps) else "NO_PLAN"
-        nxt[ev] = nxt.get(ev, 0) + 1
-        res = env.step(action)
+
+    def count(action: Any, res: Any) -> None:
+        nonlocal refused
         refused += int(not res.info["valid"] and action != INVALID_ANSWER)
+        if on_step is not None:
+            on_step(action, res)
+
+    drive(env, PlanPolicy(plan), on_step=count)
     return float(env.kpis.total_return), refused
 
 
@@ -223,6 +247,36 @@ def solve_episode(
     """
     config = config or SimConfig()
     check_grid(config)
+    episode = (scenario, seed, config, reset_kwargs)
+    p = _problem(episode, stations_per_kind, max_defer_min, baselines)
+    lp = solve(p.model, time_limit_s=time_limit_s, relax=True) if lp_bound else None
+    sol = solve(p.model, time_limit_s=time_limit_s, node_limit=node_limit,
+                start=p.x_start, progress=progress)  # fmt: skip
+    x = sol.x
+    if x is None or sol.objective is None or sol.objective > -p.start.model_return:
+        x = p.x_start  # HiGHS gave nothing better: the start is a plan of the class
+    x = full_point(p.model, np.flatnonzero(x[: p.model.n_options] > 0.5).tolist())
+    r = _reported(p, x, episode)
+    return _result(p, sol, lp, x, r, config, node_limit, time_limit_s)
+
+
+@dataclass
+class _Problem:
+    """An episode's MILP and what it starts from."""
+
+    seed: int
+    trace: EpisodeTrace
+    opts: Options
+    model: Model
+    baselines: list[Any]  # mip_start.BaselineEpisode, one per baseline policy
+    start: Any  # mip_start.Start
+    x_start: np.ndarray
+    build_s: float  # [s] options, model and MIP start (baseline episodes included)
+
+
+def _problem(episode: tuple, stations_per_kind: int, max_defer_min: int,
+             baselines: Sequence[str]) -> _Problem:  # fmt: skip
+    scenario, seed, config, reset_kwargs = episode
     env = EVGridEnv(config)
     env.reset(seed=seed, scenario=scenario, **(reset_kwargs or {}))
     trace = episode_trace(env)
@@ -236,43 +290,57 @@ def solve_episode(
     start = best_start(model, opts, order, eps)
     x_start = full_point(model, start.chosen)
     build_s = time.perf_counter() - t0
-    lp = solve(model, time_limit_s=time_limit_s, relax=True) if lp_bound else None
-    sol = solve(
-        model,
-        time_limit_s=time_limit_s,
-        node_limit=node_limit,
-        start=x_start,
-        progress=progress,
-    )
-    x = sol.x
-    if x is None or sol.objective is None or sol.objective > -start.model_return:
-        x = x_start  # HiGHS gave nothing better: the start is a plan of the class
-    x = full_point(model, np.flatnonzero(x[: model.n_options] > 0.5).tolist())
-    plan = plan_actions(opts, x)
+    return _Problem(seed, trace, opts, model, eps, start, x_start, build_s)
+
+
+@dataclass
+class _Reported:
+    """The plan reported: the MILP's replay unless a baseline episode did better."""
+
+    source: str
+    ret: float
+    env: EVGridEnv
+    plan: dict[int, list[str]]
+    milp_ret: float  # the MILP's plan replayed
+    refused: int  # its replay's refused steps
+
+
+def _reported(p: _Problem, x: np.ndarray, episode: tuple) -> _Reported:
+    scenario, seed, config, reset_kwargs = episode
+    plan = plan_actions(p.opts, x)
     milp_env = EVGridEnv(config)
     milp_env.reset(seed=seed, scenario=scenario, **(reset_kwargs or {}))
     milp_ret, refused = replay(milp_env, plan)
-    # The reported plan: the MILP's replay unless a baseline episode did better.
-    best = max(eps, key=lambda e: e.ret, default=None)
+    best = max(p.baselines, key=lambda e: e.ret, default=None)
     if best is not None and best.ret > milp_ret + 1e-9 * max(1.0, abs(milp_ret)):
-        source, ret, out_env = f"baseline:{best.name}", best.ret, best.env
-        out_plan = best.plan
-    else:
-        source, ret, out_env = MILP, milp_ret, milp_env
-        out_plan = {
-            k: [a if isinstance(a, str) else format_action(a) for a in v]
-            for k, v in plan.items()
-        }
-    # The best bound: HiGHS's, or the LP relaxation's where tighter (before the
-    # root node, e.g. under a node limit of 0, HiGHS has none).
+        return _Reported(f"baseline:{best.name}", best.ret, best.env, best.plan,
+                         milp_ret, refused)  # fmt: skip
+    text = {k: [a if isinstance(a, str) else format_action(a) for a in v]
+            for k, v in plan.items()}  # fmt: skip
+    return _Reported(MILP, milp_ret, milp_env, text, milp_ret, refused)
+
+
+def _best_bound(sol: Solution, lp: Solution | None) -> float | None:
+    """HiGHS's bound, or the LP relaxation's where tighter (before the root node,
+    e.g. under a node limit of 0, HiGHS has none), as a return."""
     costs = [sol.bound] + ([lp.objective] if lp and lp.outcome == OPTIMAL else [])
     costs = [b for b in costs if b is not None]
-    bound = -max(costs) if costs else None
+    return -max(costs) if costs else None
+
+
+def _result(p: _Problem, sol: Solution, lp: Solution | None, x: np.ndarray,
+            r: _Reported, config: SimConfig, node_limit: int | None,
+            time_limit_s: float) -> OptimumResult:  # fmt: skip
+    trace, opts, model, eps, start, build_s = (p.trace, p.opts, p.model, p.baselines,
+                                               p.start, p.build_s)  # fmt: skip
+    source, ret, out_env, out_plan = r.source, r.ret, r.env, r.plan
+    milp_ret, refused = r.milp_ret, r.refused
+    bound = _best_bound(sol, lp)
     line, proven, ref, kind, gap = reported_status(sol, source, ret, bound)
     objective = -(float(model.c @ x) + model.offset)
     return OptimumResult(
         scenario=trace.scenario,
-        seed=seed,
+        seed=p.seed,
         n_evs=trace.n_evs,
         n_options=len(opts),
         replay_return=ret,

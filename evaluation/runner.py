@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,7 @@ import numpy as np
 
 from evgrid_core import EVGridEnv, SimConfig
 from evgrid_core.grid import GridModel, GridTick
+from evgrid_core.rollout import episode_record, play_episode
 
 OPTIMUM = "optimum"  # the hindsight optimum's row in a comparison
 EPISODES_FILE = "episodes.jsonl"
@@ -81,53 +82,20 @@ def feeder_series(log: FeederLog, env: EVGridEnv) -> dict[str, Any]:
 
 
 # --- One episode ----------------------------------------------------------------------
-def max_feeder_utilisation(env: EVGridEnv) -> list[float]:
-    """Per tick so far, the highest feeder utilisation [0-1] (from the KPI history)."""
-    return [float(max(u)) for u in env.kpis.feeder_util_history]
-
-
 def _record(
-    policy: str, scenario: str, seed: int, env: EVGridEnv, log: FeederLog | None
+    env: EVGridEnv, policy: str, seed: int, log: FeederLog | None
 ) -> dict[str, Any]:
-    k = env.kpis
-    rec = {
-        "policy": policy,
-        "scenario": scenario,
-        "seed": seed,
-        "grid": env.config.grid,
-        "return": float(k.total_return),
-        "kpis": {key: float(v) for key, v in env.kpi_summary().items()},
-        "parts": {key: float(v) for key, v in k.parts_total.items()},
-        "util": [round(u, 4) for u in max_feeder_utilisation(env)],
-        "waits": [round(float(x), 1) for x in k.waits],
-    }
+    rec = episode_record(env, policy, seed)
     if log is not None:
         rec["feeders"] = feeder_series(log, env)
     return rec
 
 
-def _play(policy: Any, scenario: str, seed: int, config: SimConfig | None):  # noqa: ANN202
-    """``rollout.play_episode``'s loop, with the feeders watched from the start."""
-    env = EVGridEnv(config)
-    obs = env.reset(seed=seed, scenario=scenario)
-    log = watch_feeders(env)
-    policy.reset(seed)
-    while not env.done:
-        env.step(policy.act(obs))
-        obs = env.observation()
-    return env, log
-
-
-def _replayed_feeders(res: Any, scenario: str, seed: int, config: SimConfig | None):  # noqa: ANN202
-    """The optimum's reported plan replayed with the feeders watched; None when the
-    replay does not give the reported return (then the record has no series)."""
-    from .optimum import replay
-
-    env = EVGridEnv(config)
-    env.reset(seed=seed, scenario=scenario)
-    log = watch_feeders(env)
-    ret, _ = replay(env, res.plan)
-    return log if ret == res.replay_return else None
+def _watched(play: Callable[..., EVGridEnv], *args: Any, **kwargs: Any):  # noqa: ANN202
+    """``play(*args, on_reset=...)`` with the feeders watched from the reset: (env, log)."""
+    logs: list[FeederLog] = []
+    env = play(*args, on_reset=lambda e: logs.append(watch_feeders(e)), **kwargs)
+    return env, logs[0]
 
 
 def run_episode(
@@ -153,14 +121,20 @@ def run_episode(
             scenario, seed, config=config, progress=solve_progress, **(optimum or {})
         )
         assert res.env is not None
-        log = _replayed_feeders(res, scenario, seed, config)
-        rec = _record(policy, scenario, seed, res.env, log)
+        from .optimum import PlanPolicy
+
+        env, log = _watched(play_episode, PlanPolicy(res.plan), scenario, seed, config)
+        # The plan replayed with the feeders watched; no series when the replay does
+        # not give the reported return.
+        ok = env.kpis.total_return == res.replay_return
+        rec = _record(res.env, policy, seed, log if ok else None)
         rec["optimum"] = res.summary()
         return rec
     from evgrid_core.policies import make_policy
 
     p = instance if instance is not None else make_policy(policy)
-    return _record(policy, scenario, seed, *_play(p, scenario, seed, config))
+    env, log = _watched(play_episode, p, scenario, seed, config)
+    return _record(env, policy, seed, log)
 
 
 # --- Many episodes, resumable ---------------------------------------------------------
@@ -218,6 +192,36 @@ def pending(
     return path, records, jobs
 
 
+def run_jobs(
+    jobs: Iterable[tuple[str, str, int]],
+    *,
+    config: SimConfig | None = None,
+    optimum: dict[str, Any] | None = None,
+    policy_kwargs: dict[str, dict[str, Any]] | None = None,
+    solve_progress: Callable[[str], None] | None = None,
+) -> Iterator[dict[str, Any]]:
+    """The record of each (policy, scenario, seed) job, in order, each policy built
+    once (``make_policy(name, **policy_kwargs[name])``) and reset per episode: the
+    loop of ``run_comparison`` and of each of its Ray tasks (``ray_compare``)."""
+    from evgrid_core.policies import make_policy
+
+    built: dict[str, Any] = {}
+    for policy, scenario, seed in jobs:
+        if policy != OPTIMUM and policy not in built:
+            built[policy] = make_policy(policy, **(policy_kwargs or {}).get(policy, {}))
+        yield run_episode(policy, scenario, seed, config=config, optimum=optimum,
+                          instance=built.get(policy), solve_progress=solve_progress)  # fmt: skip
+
+
+def append_record(path: Path, rec: dict[str, Any], code: str = "") -> dict[str, Any]:
+    """Append one record to an ``episodes.jsonl`` (with ``code`` when given)."""
+    if code:
+        rec["code"] = code
+    with path.open("a") as f:
+        f.write(json.dumps(rec) + "\n")
+    return rec
+
+
 def run_comparison(
     policies: Iterable[str],
     scenarios: Iterable[str],
@@ -237,31 +241,20 @@ def run_comparison(
     """
     from tqdm import tqdm
 
-    from evgrid_core.policies import make_policy
-
     path, records, jobs = pending(policies, scenarios, seeds, out_dir, config)
-    built: dict[str, Any] = {}
-    bar = tqdm(jobs, unit="ep", file=sys.stderr, disable=not progress)
-    for policy, scenario, seed in bar:
-        bar.set_description(f"{policy} {scenario} s{seed}")
-        if policy != OPTIMUM and policy not in built:
-            built[policy] = make_policy(policy, **(policy_kwargs or {}).get(policy, {}))
-        rec = run_episode(
-            policy,
-            scenario,
-            seed,
-            config=config,
-            optimum=optimum,
-            instance=built.get(policy),
-            solve_progress=(lambda line: bar.write(line, file=sys.stderr))
-            if progress
-            else None,
-        )
-        if code:
-            rec["code"] = code
-        with path.open("a") as f:
-            f.write(json.dumps(rec) + "\n")
-        records.append(rec)
+    bar = tqdm(total=len(jobs), unit="ep", file=sys.stderr, disable=not progress)
+    say = (lambda line: bar.write(line, file=sys.stderr)) if progress else None
+
+    def announced() -> Iterator[tuple[str, str, int]]:
+        for job in jobs:  # named on the bar while it runs
+            bar.set_description(f"{job[0]} {job[1]} s{job[2]}")
+            yield job
+
+    for rec in run_jobs(announced(), config=config, optimum=optimum,
+                        policy_kwargs=policy_kwargs, solve_progress=say):  # fmt: skip
+        records.append(append_record(path, rec, code))
+        bar.update()
+    bar.close()
     return records
 
 

@@ -92,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
             print(solve_heads_up(todo, args.node_limit), file=sys.stderr, flush=True)
     runner, ray_kw = run_comparison, {}
     if args.ray:
-        from evgrid_rl.ray_runner import run_comparison_ray as runner
+        from evaluation.ray_compare import run_comparison_ray as runner
 
         ray_kw = {"address": ray_address(args)}
     records = runner(

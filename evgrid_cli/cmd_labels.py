@@ -36,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
     settings = optimum_settings(args)
     out = Path(args.out)
     if args.ray:
-        from evgrid_rl.ray_runner import label_runs_ray
+        from training.ray_labels import label_runs_ray
 
         new = label_runs_ray(
             scenarios,

@@ -37,11 +37,9 @@ ALLOWED: dict[str, frozenset[str]] = {
     "evgrid_ac": frozenset({"evgrid_core"}),
     # Many operators as agents: a PettingZoo env on the gym wrapper's encoding.
     "evgrid_marl": frozenset({"evgrid_core", "evgrid_gym"}),
-    # Ray and RLlib: compare/labels as Ray tasks (evaluation, training's labels),
-    # PPO on both envs, and the learnt policy `ppo` (a registry plugin).
-    "evgrid_rl": frozenset(
-        {"evgrid_core", "evgrid_gym", "evgrid_marl", "evaluation", "training"}
-    ),
+    # RLlib: PPO on both envs, and the learnt policy `ppo` (a registry plugin).
+    # (compare/labels as Ray tasks live beside their jobs, in evaluation, training.)
+    "evgrid_rl": frozenset({"evgrid_core", "evgrid_gym", "evgrid_marl"}),
     "main": frozenset({"viz"}),  # main.py: the city view's entry point
     # server.py: the Space's entry point, the OpenEnv server with the page mounted.
     "server": frozenset({"evgrid_openenv", "evgrid_web"}),
@@ -49,9 +47,9 @@ ALLOWED: dict[str, frozenset[str]] = {
     # its work to the package that owns it (compare/optimum -> evaluation,
     # labels/distill/train -> training, serve -> evgrid_openenv). Nothing imports
     # the CLI back, and it never imports the other front ends (viz) or a plugin.
-    # `compare --ray` / `labels --ray` hand their episodes to evgrid_rl's Ray runner.
+    # `compare --ray` / `labels --ray` run in evaluation's and training's Ray runners.
     "evgrid_cli": frozenset(
-        {"evgrid_core", "evaluation", "training", "evgrid_openenv", "evgrid_rl"}
+        {"evgrid_core", "evaluation", "training", "evgrid_openenv"}
     ),
 }
 # Folders with Python that are not a layer: they may import whatever they test or

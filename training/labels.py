@@ -25,6 +25,7 @@ from typing import Any
 
 from evaluation.runner import load_records
 from evgrid_core import EVGridEnv, Observation, get_scenario
+from evgrid_core.rollout import episode_record
 
 from .config import DataConfig
 
@@ -81,21 +82,6 @@ def check_out_dir(out_dir: Path) -> None:
 
 
 # --- One episode (runs in a worker process) -------------------------------------------
-class _RecordingEnv(EVGridEnv):
-    """An env that notes each step's EV, action and validity (for ``optimum.replay``)."""
-
-    def reset(self, *args: Any, **kwargs: Any) -> Observation:
-        self.label_log: list[tuple[int, str, bool]] = []
-        return super().reset(*args, **kwargs)
-
-    def step(self, action: Any) -> Any:
-        res = super().step(action)
-        self.label_log.append(
-            (int(res.info["ev"]), str(action), bool(res.info["valid"]))
-        )
-        return res
-
-
 def label_episode(
     scenario: str,
     seed: int,
@@ -107,9 +93,11 @@ def label_episode(
 
     res = solve_episode(scenario, seed, **(settings or {}))
     solve = {k: getattr(res, k) for k in SOLVE_KEYS}
-    env = _RecordingEnv()
+    env = EVGridEnv()
     env.reset(seed=seed, scenario=scenario)
-    ret, refused = replay(env, res.plan)
+    log: list[tuple[int, str, bool]] = []  # each decision's EV, action, validity
+    ret, refused = replay(env, res.plan, lambda action, r: log.append(
+        (int(r.info["ev"]), str(action), bool(r.info["valid"]))))  # fmt: skip
     if abs(ret - res.replay_return) > 1e-6 * max(1.0, abs(ret)):
         raise RuntimeError(
             f"{scenario} seed {seed}: the plan replays to {ret}, "
@@ -127,7 +115,7 @@ def label_episode(
             "planned_invalid": action == INVALID_ANSWER,
             **solve,
         }
-        for i, (ev, action, valid) in enumerate(env.label_log)
+        for i, (ev, action, valid) in enumerate(log)
     ]
     summary = {
         "scenario": scenario,
@@ -143,6 +131,7 @@ def label_episode(
         "build_s": res.build_s,
         "settings": settings or {},
         "plan": {str(k): v for k, v in res.plan.items()},
+        "record": episode_record(env, "optimum", seed),  # compare's, for this episode
     }
     return (rows if labelled else []), summary
 
@@ -152,7 +141,7 @@ def recover_runs(out_dir: Path) -> set[tuple[str, int]]:
     """The (scenario, seed) episodes already done in ``out_dir``, after rewriting its
     files without torn lines and without rows of an episode whose summary is missing
     (a run killed mid-write). Every resumable labelling runner calls it first
-    (``episode_runs`` here, ``evgrid_rl.ray_runner.label_runs_ray``)."""
+    (``episode_runs`` here, ``training.ray_labels.label_runs_ray``)."""
     ep_path, dec_path = out_dir / EPISODES_FILE, out_dir / DECISIONS_FILE
     episodes = load_records(ep_path)
     done = {(e["scenario"], e["seed"]) for e in episodes}

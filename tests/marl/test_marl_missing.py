@@ -17,7 +17,7 @@ def test_marl_without_pettingzoo_says_how_to_install_it() -> None:
 def test_ray_runner_without_ray_says_how_to_install_it() -> None:
     res = _run(
         "import sys; sys.modules['ray'] = None\n"
-        "from evgrid_rl.ray_runner import ray_start\n"
+        "from evaluation.ray_compare import ray_start\n"
         "ray_start()"
     )
     assert res.returncode == 1 and "ev-grid-oracle[rl]" in res.stderr
@@ -25,7 +25,8 @@ def test_ray_runner_without_ray_says_how_to_install_it() -> None:
 
 def test_importing_the_layers_loads_no_ray_or_torch() -> None:
     res = _run(
-        "import sys, evgrid_rl, evgrid_rl.ray_runner, evgrid_rl.policy, evgrid_marl\n"
+        "import sys, evgrid_rl, evaluation.ray_compare, training.ray_labels, evgrid_rl.policy\n"
+        "import evgrid_marl\n"
         "import evgrid_rl.mappo\n"
         "print(sorted(m for m in ('ray', 'torch') if m in sys.modules))"
     )

@@ -1,10 +1,10 @@
-"""``evgrid compare --ray`` and ``evgrid labels --ray``: the episodes as Ray tasks.
+"""``evgrid compare --ray``: the comparison's episodes as Ray tasks, and starting Ray.
 
-The same inputs as the single-process paths (``evaluation.runner.run_comparison``,
-``training.labels.label_runs``) and the same files out: the jobs are listed in the
-same order, run as Ray tasks (local Ray by default, a cluster by ``address``), and
-their results written in job order as they come back, so ``episodes.jsonl`` (and
-``decisions.jsonl``) are the single-process run's bytes. The core is deterministic
+The same inputs as the single-process path (``runner.run_comparison``) and the same
+file out: the jobs are listed in the same order, run as Ray tasks (local Ray by
+default, a cluster by ``address``) through the same loop (``runner.run_jobs``), and
+their records written in job order as they come back, so ``episodes.jsonl`` is the
+single-process run's bytes. (``evgrid labels --ray``: ``training.ray_labels``.) The core is deterministic
 and a record depends only on (policy, scenario, seed), so where it ran changes
 nothing; only wall-clock fields differ (the optimum's and the labels' solve times).
 Interrupted runs resume the same way: the jobs already in the files are skipped.
@@ -15,7 +15,6 @@ or pass ``runtime_env={"working_dir": ".", "excludes": [".venv", ".cache"]}``.
 
 from __future__ import annotations
 
-import json
 import math
 import sys
 from collections.abc import Iterable, Sequence
@@ -69,26 +68,12 @@ def _episodes(
     optimum: dict[str, Any] | None,
     policy_kwargs: dict[str, dict[str, Any]] | None,
 ) -> list[dict[str, Any]]:
-    """A Ray task: these (policy, scenario, seed) episodes, each policy built once."""
-    from evaluation.runner import OPTIMUM, run_episode
-    from evgrid_core.policies import make_policy
+    """A Ray task: these (policy, scenario, seed) episodes (``runner.run_jobs``)."""
+    from .runner import run_jobs
 
-    built: dict[str, Any] = {}
-    out = []
-    for policy, scenario, seed in jobs:
-        if policy != OPTIMUM and policy not in built:
-            built[policy] = make_policy(policy, **(policy_kwargs or {}).get(policy, {}))
-        out.append(
-            run_episode(
-                policy,
-                scenario,
-                seed,
-                config=config,
-                optimum=optimum,
-                instance=built.get(policy),
-            )
-        )
-    return out
+    return list(
+        run_jobs(jobs, config=config, optimum=optimum, policy_kwargs=policy_kwargs)
+    )
 
 
 def run_comparison_ray(
@@ -112,7 +97,7 @@ def run_comparison_ray(
     import ray
     from tqdm import tqdm
 
-    from evaluation.runner import pending
+    from .runner import append_record, pending
 
     path, records, jobs = pending(policies, scenarios, seeds, out_dir, config)
     if not jobs:
@@ -128,66 +113,10 @@ def run_comparison_ray(
         bar = tqdm(total=len(jobs), unit="ep", file=sys.stderr, disable=not progress)
         for fut in futures:  # in job order: the file is the single-process run's
             for rec in ray.get(fut):
-                if code:
-                    rec["code"] = code
-                with path.open("a") as f:
-                    f.write(json.dumps(rec) + "\n")
-                records.append(rec)
+                records.append(append_record(path, rec, code))
                 bar.update()
         bar.close()
     finally:
         if started:
             ray.shutdown()
     return records
-
-
-# --- labels ----------------------------------------------------------------------------
-def label_runs_ray(
-    scenarios: Iterable[str],
-    seeds: Iterable[int],
-    out_dir: Path,
-    *,
-    settings: dict[str, Any] | None = None,
-    require_proven: bool = False,
-    progress: bool = True,
-    address: str | None = None,
-    num_cpus: int | None = None,
-    runtime_env: dict[str, Any] | None = None,
-) -> list[dict[str, Any]]:
-    """``label_runs`` with one Ray task per solve; rows and summaries written in job
-    order (as ``workers=1`` writes them); returns the new summaries."""
-    import ray
-    from tqdm import tqdm
-
-    from training.labels import (
-        DECISIONS_FILE,
-        EPISODES_FILE,
-        check_out_dir,
-        label_episode,
-        recover_runs,
-    )
-
-    check_out_dir(out_dir)
-    done = recover_runs(out_dir)
-    jobs = [(sc, s) for sc in scenarios for s in seeds if (sc, s) not in done]
-    new: list[dict[str, Any]] = []
-    if not jobs:
-        return new
-    started = ray_start(address, num_cpus, runtime_env)
-    try:
-        task = ray.remote(num_cpus=1)(label_episode)
-        futures = [task.remote(sc, s, settings, require_proven) for sc, s in jobs]
-        bar = tqdm(total=len(jobs), unit="solve", file=sys.stderr, disable=not progress)
-        for fut in futures:
-            rows, summary = ray.get(fut)
-            with (out_dir / DECISIONS_FILE).open("a") as f:
-                f.writelines(json.dumps(r) + "\n" for r in rows)
-            with (out_dir / EPISODES_FILE).open("a") as f:
-                f.write(json.dumps(summary) + "\n")
-            new.append(summary)
-            bar.update()
-        bar.close()
-    finally:
-        if started:
-            ray.shutdown()
-    return new

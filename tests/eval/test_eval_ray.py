@@ -7,9 +7,10 @@ import pytest
 
 ray = pytest.importorskip("ray")
 
+from evaluation.ray_compare import run_comparison_ray  # noqa: E402
 from evaluation.runner import EPISODES_FILE, run_comparison  # noqa: E402
-from evgrid_rl.ray_runner import label_runs_ray, run_comparison_ray  # noqa: E402
 from training.labels import DECISIONS_FILE, label_runs  # noqa: E402
+from training.ray_labels import label_runs_ray  # noqa: E402
 
 POLICIES = ["random_valid", "greedy_eta", "urgency_first", "distilled"]
 WALL_CLOCK = ("solve_s", "build_s")  # the only fields that may differ: seconds taken
