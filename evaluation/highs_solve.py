@@ -156,6 +156,43 @@ def solve(
     h = _new_highs()
     t0, c0 = time.perf_counter(), time.process_time()
     h.passModel(_highs_lp(model, highspy, relax))
+    _set_options(h, time_limit_s, mip_rel_gap, node_limit)
+    start_obj = None
+    if start is not None and not relax:
+        start_obj = float(model.c @ start) + model.offset
+        sol = highspy.HighsSolution()
+        sol.col_value = np.asarray(start, dtype=float)
+        sol.value_valid = True
+        h.setSolution(sol)
+    watch = _Watch(progress)
+    if not relax:
+        h.setCallback(watch.on_interrupt, None)
+        h.startCallback(highspy.cb.HighsCallbackType.kCallbackMipInterrupt)
+    # Ctrl+C during the solve: a Python exception raised inside the callback would
+    # become a HiGHS "solve error", so the handler only asks HiGHS to stop.
+    with _on_ctrl_c(lambda *_: watch.ctrl_c.append(True)):
+        try:
+            h.run()
+            ok, err = True, ""
+        except Exception as e:  # noqa: BLE001 - a solver crash must not end a comparison
+            ok, err = False, f"{type(e).__name__}: {e}"
+    if watch.ctrl_c:
+        raise KeyboardInterrupt
+    seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
+    x, obj, bound, nodes = _read_solution(h, highspy, ok, relax)
+    outcome = _outcome(h, highspy, ok)
+    status = h.modelStatusToString(h.getModelStatus()) if ok else err
+    accepted = None
+    if start_obj is not None:
+        seen = watch.first_primal[0] if watch.first_primal else (
+            obj if obj is not None else math.inf)  # fmt: skip
+        accepted = seen <= start_obj + 1e-9 * max(1.0, abs(start_obj))
+    return Solution(x, obj, bound, outcome, status, seconds, cpu,
+                    relative_gap(obj, bound), nodes, start_obj, accepted)  # fmt: skip
+
+
+def _set_options(h: Any, time_limit_s: float, mip_rel_gap: float,
+                 node_limit: int | None) -> None:  # fmt: skip
     h.setOptionValue("time_limit", float(time_limit_s))
     h.setOptionValue("mip_rel_gap", float(mip_rel_gap))
     h.setOptionValue("random_seed", 0)
@@ -167,50 +204,40 @@ def solve(
     h.setOptionValue("mip_allow_restart", False)
     if node_limit is not None:
         h.setOptionValue("mip_max_nodes", int(node_limit))
-    start_obj = None
-    if start is not None and not relax:
-        start_obj = float(model.c @ start) + model.offset
-        sol = highspy.HighsSolution()
-        sol.col_value = np.asarray(start, dtype=float)
-        sol.value_valid = True
-        h.setSolution(sol)
-    first_primal: list[float] = []
-    last = [0.0]
 
-    ctrl_c: list[bool] = []
 
-    def on_interrupt(_type: Any, _msg: str, out: Any, inp: Any, _data: Any) -> None:
-        if ctrl_c:
+class _Watch:
+    """HiGHS's MIP callback: the first incumbent it saw (was the start taken?), a
+    progress line every ``PROGRESS_EVERY_S`` s, and a stop asked for on Ctrl+C."""
+
+    def __init__(self, progress: Callable[[str], None] | None) -> None:
+        self.progress = progress
+        self.first_primal: list[float] = []
+        self.ctrl_c: list[bool] = []
+        self.last = 0.0
+
+    def on_interrupt(
+        self, _type: Any, _msg: str, out: Any, inp: Any, _data: Any
+    ) -> None:
+        if self.ctrl_c:
             inp.user_interrupt = True
-        if not first_primal:
-            first_primal.append(float(out.mip_primal_bound))
-        if progress is not None and out.running_time - last[0] >= PROGRESS_EVERY_S:
-            last[0] = out.running_time
-            inc, bnd = out.mip_primal_bound, out.mip_dual_bound
-            gap = relative_gap(inc, bnd) if math.isfinite(inc) else None
-            progress(
-                f"  HiGHS {out.running_time:5.0f} s  {out.mip_node_count:>7} nodes  "
-                f"incumbent {_ret(inc)}  bound {_ret(bnd)}  "
-                f"gap {'–' if gap is None else f'{100 * gap:.2f} %'}"
-            )
+        if not self.first_primal:
+            self.first_primal.append(float(out.mip_primal_bound))
+        if self.progress is None or out.running_time - self.last < PROGRESS_EVERY_S:
+            return
+        self.last = out.running_time
+        inc, bnd = out.mip_primal_bound, out.mip_dual_bound
+        gap = relative_gap(inc, bnd) if math.isfinite(inc) else None
+        self.progress(
+            f"  HiGHS {out.running_time:5.0f} s  {out.mip_node_count:>7} nodes  "
+            f"incumbent {_ret(inc)}  bound {_ret(bnd)}  "
+            f"gap {'–' if gap is None else f'{100 * gap:.2f} %'}"
+        )
 
-    if not relax:
-        h.setCallback(on_interrupt, None)
-        h.startCallback(highspy.cb.HighsCallbackType.kCallbackMipInterrupt)
-    # Ctrl+C during the solve: a Python exception raised inside the callback would
-    # become a HiGHS "solve error", so the handler only asks HiGHS to stop.
-    with _on_ctrl_c(lambda *_: ctrl_c.append(True)):
-        try:
-            h.run()
-            ok = True
-        except Exception as e:  # noqa: BLE001 - a solver crash must not end a comparison
-            ok, err = False, f"{type(e).__name__}: {e}"
-    if ctrl_c:
-        raise KeyboardInterrupt
-    seconds = time.perf_counter() - t0
-    cpu = time.process_time() - c0
+
+def _read_solution(h: Any, highspy: Any, ok: bool, relax: bool) -> tuple[Any, ...]:
+    """(x or None, objective or None, bound or None, nodes) after a run."""
     info = h.getInfo() if ok else None
-    status = h.modelStatusToString(h.getModelStatus()) if ok else err
     has_x = ok and info.primal_solution_status == highspy.kSolutionStatusFeasible
     x = np.asarray(h.getSolution().col_value, dtype=float) if has_x else None
     obj = float(info.objective_function_value) if has_x else None
@@ -221,31 +248,15 @@ def solve(
     else:
         bound = None
     nodes = max(0, int(info.mip_node_count)) if ok and not relax else 0
-    ms = highspy.HighsModelStatus
-    if ok and h.getModelStatus() == ms.kOptimal:
-        outcome = OPTIMAL
-    elif ok and h.getModelStatus() == ms.kTimeLimit:
-        outcome = TIME_LIMITED
-    elif ok and h.getModelStatus() in (ms.kSolutionLimit, ms.kIterationLimit):
-        outcome = WORK_LIMITED
-    else:
-        outcome = FAILED
-    accepted = None
-    if start_obj is not None:
-        seen = (
-            first_primal[0] if first_primal else (obj if obj is not None else math.inf)
-        )
-        accepted = seen <= start_obj + 1e-9 * max(1.0, abs(start_obj))
-    return Solution(
-        x,
-        obj,
-        bound,
-        outcome,
-        status,
-        seconds,
-        cpu,
-        relative_gap(obj, bound),
-        nodes,
-        start_obj,
-        accepted,
-    )
+    return x, obj, bound, nodes
+
+
+def _outcome(h: Any, highspy: Any, ok: bool) -> str:
+    ms, status = highspy.HighsModelStatus, h.getModelStatus() if ok else None
+    if status == ms.kOptimal:
+        return OPTIMAL
+    if status == ms.kTimeLimit:
+        return TIME_LIMITED
+    if status in (ms.kSolutionLimit, ms.kIterationLimit):
+        return WORK_LIMITED
+    return FAILED

@@ -28,7 +28,7 @@ import numpy as np
 
 from evgrid_core import Observation, action_contract, render_text
 from evgrid_core.actions import Defer, Route
-from evgrid_core.candidates import candidates
+from evgrid_core.candidates import Candidates, candidates
 from evgrid_core.chargers import CHARGERS
 
 IM_START = "<|im_start|>"
@@ -158,6 +158,10 @@ def decision_prefix() -> str:
     )
 
 
+_COLUMNS = ("travel_min", "travel_rank", "wait_inbound_min", "charge_min", "free",
+            "queue", "inbound", "feeder_forecast")  # fmt: skip
+
+
 def decision_prompt(
     obs: Observation, max_stations: int = DECISION_STATIONS, style: str = "v1"
 ) -> DecisionPrompt:
@@ -175,81 +179,22 @@ def decision_prompt(
     cands = candidates(obs)
     if r is None or not len(cands):
         return DecisionPrompt(_messages("No request."), ())
-    col = {
-        name: cands.column(name).tolist()
-        for name in (
-            "travel_min",
-            "travel_rank",
-            "wait_inbound_min",
-            "charge_min",
-            "free",
-            "queue",
-            "inbound",
-            "feeder_forecast",
-        )
-    }
-    left_out = np.zeros(len(cands), dtype=bool)
-    listings = listing.split("+")
-    if "on_time" in listings:
-        late = cands.late()
-        if ((cands.column("is_defer") == 0.0) & ~late).any():  # an on-time ROUTE
-            left_out = late
-    if "spare" in listings:
-        over = cands.overloading()
-        if (~left_out & ~over).any():  # another option stays listed
-            left_out = left_out | over
-    by_station: dict[int, list[int]] = {}
-    defers: list[int] = []
-    for i, a in enumerate(cands.actions):
-        if isinstance(a, Route) and not left_out[i]:
-            by_station.setdefault(a.station, []).append(i)
-        elif isinstance(a, Defer):
-            defers.append(i)
+    col = {name: cands.column(name).tolist() for name in _COLUMNS}
+    by_station, defers = _grouped(cands, _left_out(cands, listing))
     stations = sorted(by_station, key=lambda s: col["travel_rank"][by_station[s][0]])
     stations = stations[:max_stations]
-    need = max(0.0, r.target - r.soc) * r.battery_kwh
-    urgency = (
-        f" CRITICAL plug in {max(0.0, r.deadline_in_min or 0.0):.0f}m"
-        if r.critical
-        else ""
-    )
-    charge = {}  # [min] to target: the same at every station for a kind
-    for s in stations:
-        for i in by_station[s]:
-            kind = cands.actions[i].kind.name  # type: ignore[union-attr]
-            charge.setdefault(kind, min(col["charge_min"][i], 999))
-    text = [
-        f"{obs.clock} pending {obs.pending}",
-        f"E{r.id} {r.klass} SoC {r.soc * 100:.0f}->{r.target * 100:.0f}% "
-        f"{need:.0f}kWh gives up {r.patience_left_min:.0f}m{urgency}",
-    ]
-    if style == "v1":
-        text.append(
-            "charge " + " ".join(f"{k} {m:.0f}m" for k, m in sorted_kinds(charge))
-        )
+    text = _head(obs, style, [(cands.actions[i], col["charge_min"][i])
+                              for s in stations for i in by_station[s]])  # fmt: skip
     order: list[int] = []
     for s in stations:
-        rows = by_station[s]
-        i0 = rows[0]
+        i0 = by_station[s][0]
         text.append(
             f"S{s} {col['travel_min'][i0]:.0f}m feeder "
             f"{col['feeder_forecast'][i0] * 100:.0f}%" + network_note(obs, s - 1)
         )
-        for i in rows:
-            if style == "v2":
-                text.append(
-                    _timed_option(LETTERS[len(order)], cands.actions[i], col, i)
-                )
-                order.append(i)
-                continue
-            cell = f"{LETTERS[len(order)]} {cands.actions[i].kind.name} {col['free'][i]:.0f} free"  # type: ignore[union-attr]
-            if col["queue"][i] > 0:
-                cell += f" {col['queue'][i]:.0f} queued"
-            if col["inbound"][i] > 0:
-                cell += f" {col['inbound'][i]:.0f} coming"
-            if col["wait_inbound_min"][i] >= 0.5:
-                cell += f" wait {min(col['wait_inbound_min'][i], 999):.0f}m"
-            text.append(cell)
+        for i in by_station[s]:
+            cell = _timed_option if style == "v2" else _route_cell
+            text.append(cell(LETTERS[len(order)], cands.actions[i], col, i))
             order.append(i)
     for i in sorted(defers, key=lambda i: cands.actions[i].minutes)[:DECISION_DEFERS]:  # type: ignore[union-attr]
         text.append(f"{LETTERS[len(order)]} DEFER {cands.actions[i].minutes}m")  # type: ignore[union-attr]
@@ -262,6 +207,74 @@ def decision_prompt(
         tuple(lines[i] for i in order),
         tuple(LETTERS[: len(order)]),
     )
+
+
+def _left_out(cands: Candidates, listing: str) -> np.ndarray:
+    """The candidates a listing leaves out: "on_time" the late ROUTEs while an
+    on-time ROUTE exists, "spare" the overloading ones while another option stays."""
+    left_out = np.zeros(len(cands), dtype=bool)
+    listings = listing.split("+")
+    if "on_time" in listings:
+        late = cands.late()
+        if ((cands.column("is_defer") == 0.0) & ~late).any():  # an on-time ROUTE
+            left_out = late
+    if "spare" in listings:
+        over = cands.overloading()
+        if (~left_out & ~over).any():  # another option stays listed
+            left_out = left_out | over
+    return left_out
+
+
+def _grouped(
+    cands: Candidates, left_out: np.ndarray
+) -> tuple[dict[int, list[int]], list[int]]:
+    """The listed ROUTEs by station, and the DEFERs (candidate indices)."""
+    by_station: dict[int, list[int]] = {}
+    defers: list[int] = []
+    for i, a in enumerate(cands.actions):
+        if isinstance(a, Route) and not left_out[i]:
+            by_station.setdefault(a.station, []).append(i)
+        elif isinstance(a, Defer):
+            defers.append(i)
+    return by_station, defers
+
+
+def _head(obs: Observation, style: str, routes: list[tuple[Route, float]]) -> list[str]:
+    """The clock, the EV's line and (v1) each kind's charge time [min] to its target,
+    the same at every station (the first listed ROUTE of each kind's)."""
+    r = obs.request
+    assert r is not None
+    need = max(0.0, r.target - r.soc) * r.battery_kwh
+    urgency = (
+        f" CRITICAL plug in {max(0.0, r.deadline_in_min or 0.0):.0f}m"
+        if r.critical
+        else ""
+    )
+    text = [
+        f"{obs.clock} pending {obs.pending}",
+        f"E{r.id} {r.klass} SoC {r.soc * 100:.0f}->{r.target * 100:.0f}% "
+        f"{need:.0f}kWh gives up {r.patience_left_min:.0f}m{urgency}",
+    ]
+    if style == "v1":
+        charge: dict[str, float] = {}
+        for action, minutes in routes:
+            charge.setdefault(action.kind.name, min(minutes, 999))
+        text.append(
+            "charge " + " ".join(f"{k} {m:.0f}m" for k, m in sorted_kinds(charge))
+        )
+    return text
+
+
+def _route_cell(letter: str, action: Route, col: dict[str, list], i: int) -> str:
+    """A v1 option: the letter, the kind, its free plugs, queue, EVs coming, wait."""
+    cell = f"{letter} {action.kind.name} {col['free'][i]:.0f} free"
+    if col["queue"][i] > 0:
+        cell += f" {col['queue'][i]:.0f} queued"
+    if col["inbound"][i] > 0:
+        cell += f" {col['inbound'][i]:.0f} coming"
+    if col["wait_inbound_min"][i] >= 0.5:
+        cell += f" wait {min(col['wait_inbound_min'][i], 999):.0f}m"
+    return cell
 
 
 def _timed_option(letter: str, action: Route, col: dict[str, list], i: int) -> str:

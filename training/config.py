@@ -234,7 +234,18 @@ def load_config(name_or_path: str | Path) -> TrainConfig:
 
 def check_config(cfg: TrainConfig) -> None:
     """Reject settings TRL would only reject minutes later."""
-    g = cfg.grpo
+    _check_grpo(cfg.grpo)
+    _check_seed_ranges(cfg)
+    _check_prompt_styles(cfg.data)
+    _check_choices(cfg)
+
+
+def _overlap(a: tuple[int, int], b: tuple[int, int]) -> bool:
+    """Whether two [first, last) seed ranges share a seed (an empty one shares none)."""
+    return a[0] < a[1] and b[0] < b[1] and a[0] < b[1] and b[0] < a[1]
+
+
+def _check_grpo(g: GRPOConfig) -> None:
     if g.num_generations < 2:
         raise ValueError("grpo.num_generations must be at least 2 (a group)")
     if (g.batch_size * g.grad_accum) % g.num_generations:
@@ -242,18 +253,35 @@ def check_config(cfg: TrainConfig) -> None:
             "grpo.batch_size x grpo.grad_accum must be a multiple of "
             f"grpo.num_generations ({g.num_generations})"
         )
-    lo, hi = cfg.data.train_seeds
-    hlo, hhi = cfg.data.heldout_seeds
-    if not (lo < hi and hlo < hhi):
+
+
+def _check_seed_ranges(cfg: TrainConfig) -> None:
+    """Every range [first, last); nothing trained on is measured on."""
+    d, r = cfg.data, cfg.rl
+    train, heldout = d.train_seeds, d.heldout_seeds
+    if not (train[0] < train[1] and heldout[0] < heldout[1]):
         raise ValueError("seed ranges are [first, last) with first < last")
-    if lo < hhi and hlo < hi:
-        raise ValueError("data.heldout_seeds overlaps data.train_seeds")
-    llo, lhi = cfg.data.label_eval_seeds
-    if llo < lhi and llo < hi and lo < lhi:
-        raise ValueError("data.label_eval_seeds overlaps data.train_seeds")
+    apart = [("heldout_seeds", "train_seeds"), ("label_eval_seeds", "train_seeds")]
+    if d.played_generator and not d.played_seeds[0] < d.played_seeds[1]:
+        raise ValueError("data.played_seeds is [first, last) with first < last")
+    apart += [("played_seeds", "heldout_seeds"), ("played_seeds", "label_eval_seeds")]
+    for a, b in apart:
+        if _overlap(getattr(d, a), getattr(d, b)):
+            raise ValueError(f"data.{a} overlaps data.{b}")
+    for name in ("seeds", "eval_seeds"):
+        first, last = getattr(r, name)
+        if not first < last or last > heldout[0]:
+            raise ValueError(
+                f"rl.{name} is [first, last) of training seeds (< {heldout[0]})"
+            )
+    if _overlap(r.seeds, r.eval_seeds):
+        raise ValueError("rl.eval_seeds overlaps rl.seeds")
+
+
+def _check_prompt_styles(d: DataConfig) -> None:
     from oracle.prompt import PROMPT_STYLES, style_parts
 
-    trained, serve = cfg.data.prompt_style, cfg.data.serve_prompt_style
+    trained, serve = d.prompt_style, d.serve_prompt_style
     if trained not in PROMPT_STYLES:
         raise ValueError(
             f"data.prompt_style is one of {PROMPT_STYLES}, not {trained!r}"
@@ -267,22 +295,13 @@ def check_config(cfg: TrainConfig) -> None:
             f"data.serve_prompt_style {serve!r} reads options unlike the "
             f"trained {trained!r}: only the listing may differ"
         )
-    plo, phi = cfg.data.played_seeds
-    if cfg.data.played_generator and not plo < phi:
-        raise ValueError("data.played_seeds is [first, last) with first < last")
-    for name in ("heldout_seeds", "label_eval_seeds"):
-        a, b = getattr(cfg.data, name)
-        if plo < phi and a < b and plo < b and a < phi:
-            raise ValueError(f"data.played_seeds overlaps data.{name}")
+
+
+def _check_choices(cfg: TrainConfig) -> None:
+    """The named choices and the numbers' ranges."""
     if cfg.device not in ("auto", "cpu", "cuda"):
         raise ValueError("device is auto, cpu or cuda")
     r = cfg.rl
-    for name in ("seeds", "eval_seeds"):
-        a, b = getattr(r, name)
-        if not a < b or b > hlo:
-            raise ValueError(f"rl.{name} is [first, last) of training seeds (< {hlo})")
-    if r.seeds[0] < r.eval_seeds[1] and r.eval_seeds[0] < r.seeds[1]:
-        raise ValueError("rl.eval_seeds overlaps rl.seeds")
     if r.samples < 1 or r.temperature <= 0 or not 0 <= r.optimum_share < 1:
         raise ValueError("rl: samples >= 1, temperature > 0, 0 <= optimum_share < 1")
     if cfg.sft.lr_schedule not in ("constant", "cosine"):

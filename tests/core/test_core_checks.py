@@ -6,9 +6,10 @@ import numpy as np
 import pytest
 
 from evgrid_core import SCENARIOS, check_grid_model, check_policy
+from evgrid_core.baselines import BASELINES, GreedyETA
 from evgrid_core.checks import GRID_RULES, POLICY_RULES, ContractError
 from evgrid_core.grid import FeederSum, GridTick
-from evgrid_core.policies import BASELINES, GreedyETA, make_policy
+from evgrid_core.policies import make_policy
 
 
 # --- Our own plug-ins pass -------------------------------------------------------------

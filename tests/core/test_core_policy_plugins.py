@@ -12,7 +12,8 @@ from evgrid_core import policies
 from evgrid_core.policies import Plugin, load_plugins, make_policy, policy_names
 
 DUMMY = """
-from evgrid_core.policies import GreedyETA, register_policy
+from evgrid_core.baselines import GreedyETA
+from evgrid_core.policies import register_policy
 
 class Dummy(GreedyETA):
     name = "dummy"

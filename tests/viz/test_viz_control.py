@@ -14,6 +14,7 @@ import pytest  # noqa: E402
 
 import evgrid_core.policies as policies  # noqa: E402
 from evgrid_core import ChargerKind, Route  # noqa: E402
+from evgrid_core.baselines import GreedyETA  # noqa: E402
 from evgrid_render.controller import Controller  # noqa: E402
 from evgrid_render.view import CityView  # noqa: E402
 from viz.app import handle_key  # noqa: E402
@@ -209,7 +210,7 @@ def test_a_decision_names_the_evs_that_gave_up_as_the_clock_ran(app):
     ctrl.close()
 
 
-class _AnswersNone(policies.GreedyETA):
+class _AnswersNone(GreedyETA):
     name = "answers_none"
 
     def act(self, obs):  # noqa: ANN001, ANN201
