@@ -52,8 +52,8 @@ def _names(text: str) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from evgrid_core import SimConfig, get_scenario
-    from evgrid_core.grid import grid_model_factory
+    from evgrid_core import get_scenario
+    from evgrid_core.grid import grid_config
     from evgrid_core.policies import policy_names
 
     policies, scenarios = _names(args.policies), _names(args.scenarios)
@@ -63,8 +63,9 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError("--episodes must be >= 1 and --seed >= 0")
     for sc in scenarios:
         get_scenario(sc)
-    grid_model_factory(args.grid)  # an unknown model: a one-line error, before any run
-    config = SimConfig(grid=args.grid)
+    config = grid_config(
+        args.grid
+    )  # an unknown model: a one-line error, before any run
     known = set(policy_names()) | {"optimum"}
     unknown = [p for p in policies if p not in known]
     if unknown:

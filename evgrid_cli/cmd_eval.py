@@ -44,8 +44,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
-    from evgrid_core import KPI_UNITS, SimConfig, aggregate, get_scenario
-    from evgrid_core.grid import grid_model_factory
+    from evgrid_core import KPI_UNITS, aggregate, get_scenario
+    from evgrid_core.grid import grid_config
     from evgrid_core.policies import make_policy
     from evgrid_core.rollout import run_episode
 
@@ -53,9 +53,10 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError("--episodes must be at least 1")
     if args.seed < 0:
         raise ValueError("--seed must be non-negative")
-    get_scenario(args.scenario)
-    grid_model_factory(args.grid)  # an unknown model: a one-line error, before any run
-    config = SimConfig(grid=args.grid)
+    scenario = get_scenario(args.scenario)  # looked up once, played below
+    config = grid_config(
+        args.grid
+    )  # an unknown model: a one-line error, before any run
     kwargs = {"model_path": args.model} if args.model else {}
     policy = make_policy(args.policy, **kwargs)
     seeds = list(range(args.seed, args.seed + args.episodes))
@@ -63,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
     bar = tqdm(seeds, desc=f"{args.policy} on {args.scenario}", unit="ep", file=sys.stderr,
                disable=args.no_progress)  # fmt: skip
     for seed in bar:
-        results.append(run_episode(policy, args.scenario, seed, config))
+        results.append(run_episode(policy, scenario, seed, config))
         bar.set_postfix(ret=f"{results[-1].ret:.1f}")
     stats = aggregate(r.kpis for r in results)
     returns = [r.ret for r in results]

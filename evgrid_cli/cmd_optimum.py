@@ -46,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
     from evgrid_core import get_scenario
     from evgrid_core.policies import policy_names
 
-    get_scenario(args.scenario)
+    scenario = get_scenario(args.scenario)  # looked up once, used below
     if args.seed < 0:
         raise ValueError("--seed must be >= 0")
     settings = optimum_settings(args)
@@ -59,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
 
     _stderr(solve_heads_up({args.scenario: 1}, args.node_limit))
     res = solve_episode(
-        args.scenario,
+        scenario,
         args.seed,
         baselines=baselines,
         progress=None if args.no_progress else _stderr,
@@ -73,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
         folder = Path(args.out)
         folder.mkdir(parents=True, exist_ok=True)
         env = EVGridEnv()
-        env.reset(seed=args.seed, scenario=args.scenario)
+        env.reset(seed=args.seed, scenario=scenario)
         (folder / "trace.json").write_text(json.dumps(episode_trace(env).to_dict()))
         (folder / "plan.json").write_text(json.dumps(res.plan, indent=0))
     if args.json:

@@ -26,6 +26,7 @@ from typing import Protocol
 
 import numpy as np
 
+from .config import SimConfig
 from .distflow import LinDistFlowSolver, NetworkState, voltage_deficit
 from .jit import kernel
 from .network import (
@@ -365,6 +366,14 @@ def grid_model_factory(name: str) -> GridFactory:
         raise ValueError(
             f"unknown grid model {name!r}; choose one of: {choices}"
         ) from None
+
+
+def grid_config(name: str, config: SimConfig | None = None) -> SimConfig:
+    """``config`` (default ``SimConfig()``) on grid model ``name``, the name checked
+    once here (a one-line ``ValueError`` naming the choices): what a front end builds
+    its episodes from."""
+    grid_model_factory(name)
+    return replace(config or SimConfig(), grid=name)
 
 
 def make_grid_model(
