@@ -44,7 +44,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .network import DT_NO_LOAD_KV, LV_KV, VOLTAGE_BANDS
+from .equipment import LV_KV
+from .network import DT_NO_LOAD_KV, VOLTAGE_BANDS
 
 TAP_STEP_PU = 0.0125  # [p.u.] per tap step [A]
 TAP_MIN, TAP_MAX = -8, 8  # +-10 % [A]

@@ -3,7 +3,8 @@
 
 import numpy as np
 
-from evgrid_core.network import Branch, Bus, Conductor, Network, TransformerType
+from evgrid_core.equipment import Conductor, TransformerType
+from evgrid_core.network import Branch, Bus, Network
 
 
 def two_bus() -> Network:

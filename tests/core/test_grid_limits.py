@@ -11,10 +11,10 @@ from grid_probes import two_bus
 
 from evgrid_core import EVGridEnv, SimConfig
 from evgrid_core.distflow import LinDistFlowSolver
+from evgrid_core.equipment import LV_KV
 from evgrid_core.network import (
     DT_NO_LOAD_KV,
     EV_PF,
-    LV_KV,
     TRANSFORMER_LIMIT,
     city_network,
     tan_phi,

@@ -10,16 +10,9 @@ from grid_probes import three_bus, two_bus
 from evgrid_core import SCENARIOS, SimConfig
 from evgrid_core.city import load_city
 from evgrid_core.distflow import LinDistFlowSolver
+from evgrid_core.equipment import Conductor, dt_kva
 from evgrid_core.grid import FeederSum, LinDistFlow
-from evgrid_core.network import (
-    Branch,
-    Bus,
-    Conductor,
-    Network,
-    city_network,
-    dt_kva,
-    trunk_conductor,
-)
+from evgrid_core.network import Branch, Bus, Network, city_network, trunk_conductor
 from evgrid_core.policies import ADVERSARIAL, make_policy
 from evgrid_core.rollout import play_episode, run_episode
 
