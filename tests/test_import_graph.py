@@ -106,3 +106,13 @@ def test_no_private_name_is_imported_from_another_module_of_ours() -> None:
                 found += [f"{name}: from {'.' * node.level}{node.module} import {p}"
                           for p in private if p != "__version__"]  # fmt: skip
     assert found == [], found
+
+
+def test_no_module_outside_the_tests_and_bench_is_over_450_lines() -> None:
+    long = {
+        name: n
+        for name, path in our_modules().items()
+        if not name.startswith(("tests", "bench"))
+        and (n := len(path.read_text(encoding="utf-8").splitlines())) > 450
+    }
+    assert long == {}, f"split these by job: {long}"
