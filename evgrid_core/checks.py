@@ -46,7 +46,7 @@ from typing import Any
 
 import numpy as np
 
-from .actions import Action, format_action
+from .actions import Action, describe_action
 from .config import SimConfig
 from .env import EVGridEnv, episode_inputs
 from .grid import GRID_MODELS, GridFactory, GridTick, grid_model_factory
@@ -155,7 +155,7 @@ def _play(p: Policy, scenario: str, seed: int, decisions: int,
         if _snapshot(obs) != before:
             _fail("answers", f"{where}: act changed the observation; copy what "
                   "you need to change (observations are shared within a tick)")  # fmt: skip
-        text = answer if isinstance(answer, str) else format_action(answer)
+        text = answer if isinstance(answer, str) else describe_action(answer)
         ok, reason = env.validate(answer)
         if not ok and obs.has_valid_answer:
             _fail("valid", f"{where}: answered {text!r}, refused: {reason}. The "

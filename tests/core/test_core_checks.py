@@ -68,6 +68,15 @@ class AnswersANumber(GreedyETA):
         return 7
 
 
+class AnswersANaN(GreedyETA):
+    name = "answers_a_nan"
+
+    def act(self, obs):  # noqa: ANN001, ANN201
+        from evgrid_core import Defer
+
+        return Defer(obs.request.id, float("nan"))
+
+
 class ChangesTheObservation(GreedyETA):
     name = "changes_the_observation"
 
@@ -133,6 +142,7 @@ class SharedCounter(GreedyETA):
         (Nameless, "interface", "name is not a str"),
         (Raises, "answers", "act raised KeyError"),
         (AnswersANumber, "answers", "act returned int"),
+        (AnswersANaN, "valid", "answered 'Defer"),
         (ChangesTheObservation, "answers", "changed the observation"),
         (Unseeded, "deterministic", "by two new instances"),
         (Leaky, "no_leak", "after part of episode 0 was played"),
