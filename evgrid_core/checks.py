@@ -256,15 +256,19 @@ def _carry_all(factory: GridFactory, tables: Any, background: np.ndarray,
     out = []
     for t, kw in calls:
         asked = kw.copy()
-        g = model.carry(t, asked)
         where = f"{scenario}, tick {t}"
+        try:
+            g = model.carry(t, asked)
+        except Exception as e:  # noqa: BLE001
+            _fail("interface", f"{where}: carry raised {type(e).__name__}: {e}")
         if not np.array_equal(asked, kw):
             _fail("inputs", f"{where}: carry changed the station_kw it was given")
         _check_tick(g, tables, background[t], kw, t, where)
         fc = _check_forecast(model, t, tables, background, kw, where)
-        out.append((g.ev_kw.tolist(), g.shed_kw.tolist(), list(g.utilisation),
-                    None if g.station_factor is None else g.station_factor.tolist(),
-                    fc))  # fmt: skip
+        factor = g.station_factor
+        out.append([np.asarray(v, dtype=float).tolist() for v in
+                    (g.ev_kw, g.shed_kw, g.utilisation)]
+                   + [None if factor is None else np.asarray(factor).tolist(), fc])  # fmt: skip
     return out
 
 
@@ -331,9 +335,12 @@ def _check_forecast(model: Any, t: int, tables: Any, background: np.ndarray,
     F = tables.capacity_kw.shape[1]
     asked = np.bincount(tables.feeder_of, weights=kw, minlength=F)
     kept = asked.copy()
-    one = np.asarray(model.forecast(t, asked, 1), dtype=float)
-    more = np.asarray(model.forecast(t, asked, 6), dtype=float)
-    heavier = np.asarray(model.forecast(t, asked + 100.0, 6), dtype=float)
+    try:
+        one = np.asarray(model.forecast(t, asked, 1), dtype=float)
+        more = np.asarray(model.forecast(t, asked, 6), dtype=float)
+        heavier = np.asarray(model.forecast(t, asked + 100.0, 6), dtype=float)
+    except Exception as e:  # noqa: BLE001
+        _fail("interface", f"{where}: forecast raised {type(e).__name__}: {e}")
     if not np.array_equal(asked, kept):
         _fail("inputs", f"{where}: forecast changed the asked_kw it was given")
     for v in (one, more, heavier):

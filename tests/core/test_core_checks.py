@@ -245,6 +245,22 @@ class NoForecast:
         return self.inner.carry(tick, station_kw)
 
 
+class ListsNotArrays(Wrapped):
+    """Plain lists where arrays are usual: allowed, the numbers are what count."""
+
+    def bend(self, g, station_kw):  # noqa: ANN001, ANN201
+        return dataclasses.replace(g, ev_kw=list(g.ev_kw), shed_kw=list(g.shed_kw))
+
+
+class CarryRaises(FeederSum):
+    def carry(self, tick, station_kw):  # noqa: ANN001, ANN201
+        raise KeyError(tick)
+
+
+def test_plain_lists_keep_the_contract_too() -> None:
+    assert check_grid_model(ListsNotArrays, scenarios=["heatwave"], ticks=8)
+
+
 class BreaksLate(FeederSum):
     """Keeps the contract on the ticks it is asked about, not in an episode's order."""
 
@@ -273,6 +289,7 @@ class BreaksLate(FeederSum):
         (ForecastInPercent, "forecast", "not a percentage or kW"),
         (ForecastIgnoresTheHorizon, "forecast", "fell with more ticks"),
         (NoForecast, "interface", "has no forecast"),
+        (CarryRaises, "interface", "carry raised KeyError"),
         (BreaksLate, "episode", "RuntimeError: ticks in a row"),
     ],
 )
