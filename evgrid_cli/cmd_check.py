@@ -48,22 +48,29 @@ def _target(spec: str) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    from evgrid_core import SCENARIOS, get_scenario
     from evgrid_core.checks import ContractError, check_grid_model, check_policy
 
     if args.decisions < 1 or args.ticks < 1:
         raise ValueError("--decisions and --ticks are positive")
     scenarios = args.scenarios.split(",") if args.scenarios else None
+    for sc in scenarios or ():
+        get_scenario(sc)  # an unknown name: a one-line error before any check
+    kind, name = ("policy", args.policy) if args.policy else ("grid model", args.grid)
+    target = _target(name)
+    done: dict[str, int] = {}
     try:
-        if args.policy:
-            kind, name = "policy", args.policy
-            done = check_policy(
-                _target(name), scenarios=scenarios, decisions=args.decisions
-            )
+        if args.policy:  # one scenario at a time: a bar for slow (LLM) policies
+            bar = tqdm(scenarios or list(SCENARIOS), unit="scenario", file=sys.stderr)
+            for sc in bar:
+                bar.set_description(f"{name} on {sc}")
+                done |= check_policy(target, scenarios=[sc], decisions=args.decisions)
             unit = "decisions"
         else:
-            kind, name = "grid model", args.grid
             extra = {"scenarios": scenarios} if scenarios else {}
-            done = check_grid_model(_target(name), ticks=args.ticks, **extra)
+            done = check_grid_model(target, ticks=args.ticks, **extra)
             unit = "ticks"
     except ContractError as e:
         print(f"evgrid check: {kind} {name} breaks its contract: {e}", file=sys.stderr)

@@ -119,3 +119,5 @@ def test_check_runs_a_plugins_contract_by_name_or_module_path() -> None:
     assert "always_invalid breaks its contract: [valid]" in bad.stderr
     bad = evgrid("check", "--grid", "nowhere:Model", check=False)
     assert bad.returncode == 2 and "cannot load 'nowhere:Model'" in bad.stderr
+    bad = evgrid("check", "--policy", "nearest", "--scenarios", "nope", check=False)
+    assert bad.returncode == 2 and "unknown scenario" in bad.stderr.lower()
