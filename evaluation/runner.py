@@ -91,10 +91,13 @@ def _record(
     return rec
 
 
-def _watched(play: Callable[..., EVGridEnv], *args: Any, **kwargs: Any):  # noqa: ANN202
-    """``play(*args, on_reset=...)`` with the feeders watched from the reset: (env, log)."""
+def _watched(
+    policy: Any, scenario: str, seed: int, config: SimConfig | None
+) -> tuple[EVGridEnv, FeederLog]:
+    """One episode through the one loop with the feeders watched from the reset."""
     logs: list[FeederLog] = []
-    env = play(*args, on_reset=lambda e: logs.append(watch_feeders(e)), **kwargs)
+    env = play_episode(policy, scenario, seed, config,
+                       on_reset=lambda e: logs.append(watch_feeders(e)))  # fmt: skip
     return env, logs[0]
 
 
@@ -115,15 +118,13 @@ def run_episode(
     bound...); a limited or failed solve is recorded with its status, not raised.
     """
     if policy == OPTIMUM:
-        from .optimum import solve_episode
+        from .optimum import PlanPolicy, solve_episode
 
         res = solve_episode(
             scenario, seed, config=config, progress=solve_progress, **(optimum or {})
         )
         assert res.env is not None
-        from .optimum import PlanPolicy
-
-        env, log = _watched(play_episode, PlanPolicy(res.plan), scenario, seed, config)
+        env, log = _watched(PlanPolicy(res.plan), scenario, seed, config)
         # The plan replayed with the feeders watched; no series when the replay does
         # not give the reported return.
         ok = env.kpis.total_return == res.replay_return
@@ -133,7 +134,7 @@ def run_episode(
     from evgrid_core.policies import make_policy
 
     p = instance if instance is not None else make_policy(policy)
-    env, log = _watched(play_episode, p, scenario, seed, config)
+    env, log = _watched(p, scenario, seed, config)
     return _record(env, policy, seed, log)
 
 
