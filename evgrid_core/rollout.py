@@ -101,9 +101,9 @@ def episode_record(env: EVGridEnv, policy: str, seed: int) -> dict[str, Any]:
 def run_episode(
     policy: Policy, scenario: str | Scenario, seed: int, config: SimConfig | None = None
 ) -> EpisodeResult:
-    """One full episode of ``policy`` on (scenario, seed), summarised."""
-    rec = episode_record(
-        play_episode(policy, scenario, seed, config), policy.name, seed
-    )
-    return EpisodeResult(rec["scenario"], seed, policy.name, rec["return"], rec["kpis"],
-                         rec["parts"])  # fmt: skip
+    """One full episode of ``policy`` on (scenario, seed), summarised: the numbers of
+    its ``episode_record`` (the KPIs' counts kept as integers)."""
+    env = play_episode(policy, scenario, seed, config)
+    assert env.scenario is not None
+    return EpisodeResult(env.scenario.name, seed, policy.name, float(env.kpis.total_return),
+                         env.kpi_summary(), dict(env.kpis.parts_total))  # fmt: skip
