@@ -15,6 +15,8 @@ import os
 import sys
 from pathlib import Path
 
+from evgrid_core.optional import DependencyNotInstalled
+
 HELP = (
     "train the Oracle end to end (optimum labels -> distilled -> SFT -> GRPO -> ship) "
     "from a TOML preset; resumable"
@@ -106,6 +108,6 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
-    except ValueError as e:
+    except (ValueError, DependencyNotInstalled) as e:
         print(f"{parser.prog}: error: {e}", file=sys.stderr)
         return 2
