@@ -173,6 +173,13 @@ def test_the_page_shows_markup_as_text_and_its_hint_once(web_url, browser):
     """Issue 34: ``<n>`` in a refusal and markup in a line are read back as text;
     the landing page says "press Start" once, with no raw Markdown."""
     page = open_page(browser, web_url)
+    # The landing text comes with the page's first render (a loaded page may still
+    # say "Loading..." for a moment on a busy machine).
+    until(
+        lambda: "press Start to begin" in page.inner_text("body"),
+        60,
+        "the landing text",
+    )
     body = page.inner_text("body")
     assert body.count("press Start to begin") == 1 and "**" not in body
     start(page, "nearest", 1)
