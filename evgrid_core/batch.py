@@ -34,7 +34,7 @@ import numpy as np
 
 from .config import SimConfig
 from .decide import strand
-from .env import episode_inputs
+from .episode import new_state
 from .features import N_ACTIONS, OBS_SIZE, decode_index, encode_into, shift_numbers
 from .jit import handle, handles, kernel, prange, threads
 from .judge import A_DEFER, A_LOAD_SHIFT, A_ROUTE, OK, try_action
@@ -57,9 +57,8 @@ from .state import (
     unpack,
     unpack_rules,
 )  # fmt: skip
-from .tables import scenario_tables
 from .ticks import advance_feeder_sum, carry_feeder_sum
-from .world import scenario_rules, start_state
+from .world import scenario_rules
 
 N_PARTS = 13
 
@@ -211,12 +210,7 @@ class Batch:
         return self.obs, self.mask
 
     def _new_state(self, i: int) -> tuple:
-        sc = self.scenarios[self.rule_of[i]]
-        arrivals, noise = episode_inputs(self.seed_of(i), sc, self.config)
-        tables = scenario_tables(sc, self.config)
-        return start_state(
-            self.config, sc, tables, arrivals, tables.background_kw * noise
-        )
+        return new_state(self.seed_of(i), self.scenarios[self.rule_of[i]], self.config)
 
     def _renew(self, i: int) -> None:
         """Env ``i``'s next episode's state, and its handle."""

@@ -69,9 +69,26 @@ def vehicle_kw(kind: int, max_ac_kw: float, max_dc_kw: float) -> float:
     return vehicle_kw_of(int(kind), float(max_ac_kw), float(max_dc_kw))
 
 
+@kernel(inline=True)
+def inlet(max_ac_kw: float, max_dc_kw: float) -> int:
+    """An EV's inlets as one index: 1 * (has AC) + 2 * (has DC)."""
+    return (1 if max_ac_kw > 0 else 0) + (2 if max_dc_kw > 0 else 0)
+
+
+@kernel
+def inlets_into(max_ac_kw, max_dc_kw, out) -> None:  # noqa: ANN001
+    """``inlet`` of each EV, into ``out``."""
+    for i in range(out.size):
+        out[i] = inlet(max_ac_kw[i], max_dc_kw[i])
+
+
 def inlet_of(max_ac_kw: np.ndarray, max_dc_kw: np.ndarray) -> np.ndarray:
-    """EVs' inlets as one index each: 1 * (has AC) + 2 * (has DC)."""
-    return 1 * (max_ac_kw > 0) + 2 * (max_dc_kw > 0)
+    """EVs' inlets as one index each (``inlet``)."""
+    out = np.empty(len(max_ac_kw), dtype=np.int64)
+    inlets_into(
+        np.asarray(max_ac_kw, dtype=float), np.asarray(max_dc_kw, dtype=float), out
+    )
+    return out
 
 
 # (4, N_KINDS) bool: the charger kinds an EV can take, by inlet index.

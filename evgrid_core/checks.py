@@ -48,7 +48,8 @@ import numpy as np
 
 from .actions import Action, describe_action
 from .config import SimConfig
-from .env import EVGridEnv, episode_inputs
+from .env import EVGridEnv
+from .episode import episode_inputs
 from .grid import GRID_MODELS, GridFactory, GridTick, grid_model_factory
 from .observation import Observation
 from .policies import Policy, make_policy

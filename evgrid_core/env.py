@@ -15,7 +15,6 @@ Front ends ask the env (``validate``, ``city``, ``tick``, ``request_id``,
 from __future__ import annotations
 
 import copy
-from functools import lru_cache
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -33,8 +32,9 @@ from .actions import (
 from .city import City, load_city
 from .config import SimConfig
 from .distflow import NetworkState
+from .episode import episode_inputs
 from .features import N_ACTIONS, OBS_SIZE
-from .fleet import CLASS_NAMES, ORIGIN_WEIGHT, Arrivals, draw_arrivals
+from .fleet import CLASS_NAMES, Arrivals
 from .judge import A_DEFER, A_LOAD_SHIFT, A_ROUTE
 from .kpis import KPITracker
 from .observation import Observation, build_observation, render_text
@@ -343,44 +343,6 @@ def _fields(action: Action) -> tuple[int, int, int, int]:
     return A_LOAD_SHIFT, int(action.station), int(action.cap_pct), int(action.minutes)  # type: ignore[union-attr]
 
 
-def episode_inputs(
-    seed: int,
-    sc: Scenario,
-    config: SimConfig,
-    *,
-    draw: bool = True,
-    draw_noise: bool = True,
-) -> tuple[Arrivals | None, np.ndarray | None]:
-    """An episode's random inputs from its seed: the arrivals (their own stream)
-    and the feeders' background noise (multipliers, 1.0 = none), each drawn when
-    asked (``reset`` skips what it was handed). Every episode starts from these."""
-    tables = scenario_tables(sc, config)
-    arrivals_ss, noise_ss = np.random.SeedSequence([seed, 0xE76]).spawn(2)
-    arrivals = noise = None
-    if draw:
-        arrivals = draw_arrivals(
-            np.random.default_rng(arrivals_ss),
-            start_minute=sc.start_minute,
-            n_ticks=sc.n_ticks,
-            tick_minutes=config.tick_minutes,
-            node_weights=_node_weights(tables.city.nodes, sc),
-            arrival_scale=sc.arrival_scale,
-            critical_scale=sc.critical_scale,
-        )
-    if draw_noise:
-        n_feeders = len(tables.city.feeders)
-        noise = np.random.default_rng(noise_ss).normal(1.0, 0.02, n_feeders)
-    return arrivals, noise
-
-
 def _minute(value: float) -> float | None:
     """A minute for JSON: None until the event has happened (never NaN)."""
     return None if value != value else float(value)
-
-
-@lru_cache(maxsize=64)
-def _node_weights(nodes: tuple[str, ...], sc: Scenario) -> np.ndarray:
-    boost = dict(sc.origin_boost)
-    out = np.array([ORIGIN_WEIGHT.get(n, 1.0) * boost.get(n, 1.0) for n in nodes])
-    out.flags.writeable = False  # shared by every episode of the scenario
-    return out

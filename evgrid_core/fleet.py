@@ -155,21 +155,13 @@ def draw_arrivals(
     critical_scale: float = 1.0,
 ) -> Arrivals:
     """Draw one episode's arrivals: Poisson per tick, attributes per EV."""
-    minutes = start_minute + tick_minutes * np.arange(n_ticks)
-    hours = (minutes // 60) % 24
-    lam = ARRIVALS_PER_HOUR[hours] * arrival_scale * tick_minutes / 60.0
-    counts = rng.poisson(lam)
-    tick = np.repeat(np.arange(n_ticks), counts)
-    n = len(tick)
-    minute = tick * tick_minutes  # requests are due at the start of their tick
-    klass = _choice(rng, _CLASS_SHARES, n)
-    node = _choice(rng, node_weights, n)
-    u = rng.random((n, 6))
-    out = np.empty((_N_DRAWN, n))
-    draw_attributes(klass, u, _CLASS_TABLE, _BATTERIES, critical_scale, out)
+    lam = arrival_rates(start_minute, n_ticks, tick_minutes, arrival_scale)
+    tick, klass, node, u = draw_evs(rng, lam, CLASS_CDF, cdf_of(node_weights))
+    out = np.empty((N_DRAWN, len(tick)))
+    draw_attributes(klass, u, CLASS_TABLE, BATTERIES, critical_scale, out)
     return Arrivals(
         tick=tick,
-        minute=minute.astype(float),
+        minute=(tick * tick_minutes).astype(float),  # due at the start of their tick
         klass=klass,
         node=node,
         battery_kwh=out[0],
@@ -184,30 +176,81 @@ def draw_arrivals(
     )
 
 
-def _choice(rng: np.random.Generator, weights: np.ndarray, n: int) -> np.ndarray:
-    """``rng.choice(len(weights), size=n, p=weights / weights.sum())``, the same
-    draws (numpy's own method: the normalised cumulative sum searched with
-    ``rng.random(n)``) without its slower checks on ``p`` (30 us a call)."""
+def arrival_rates(
+    start_minute: int, n_ticks: int, tick_minutes: int, arrival_scale: float
+) -> np.ndarray:
+    """The expected requests in each tick (the Poisson means of ``draw_evs``)."""
+    minutes = start_minute + tick_minutes * np.arange(n_ticks)
+    hours = (minutes // 60) % 24
+    return ARRIVALS_PER_HOUR[hours] * arrival_scale * tick_minutes / 60.0
+
+
+def cdf_of(weights: np.ndarray) -> np.ndarray:
+    """The cumulative shares ``draw_evs`` searches, as ``Generator.choice`` with
+    ``p = weights / weights.sum()`` builds them (and refuses what it refuses)."""
     total = weights.sum()
     if not (total > 0 and np.isfinite(total) and (weights >= 0).all()):
         raise ValueError(f"weights must be non-negative with a positive sum: {weights}")
     cdf = (weights / total).cumsum()
     cdf /= cdf[-1]
-    return cdf.searchsorted(rng.random(n), side="right")
+    return cdf
 
 
-_CLASS_SHARES = np.array([c.share for c in EV_CLASSES])
+@kernel
+def pick(rng, cdf, n: int):  # noqa: ANN001, ANN201
+    """``n`` indices drawn with the shares ``cdf``: numpy's ``Generator.choice``
+    (``cdf.searchsorted(rng.random(n), side="right")``), the same draws."""
+    out = np.empty(n, dtype=np.int64)
+    for i in range(n):
+        out[i] = np.searchsorted(cdf, rng.random(), side="right")
+    return out
+
+
+@kernel
+def draw_evs(rng, lam, class_cdf, node_cdf):  # noqa: ANN001, ANN201
+    """One episode's EVs from the arrivals' stream ``rng``, in the order numpy drew
+    them: the requests in each tick (Poisson, means ``lam``), then each EV's class,
+    then its origin node, then six uniforms each (``draw_attributes``' ``u``).
+    Returns (tick, class, node, u)."""
+    counts = np.empty(lam.size, dtype=np.int64)
+    for t in range(lam.size):
+        counts[t] = rng.poisson(lam[t])
+    n = int(counts.sum())
+    tick = np.empty(n, dtype=np.int64)
+    k = 0
+    for t in range(lam.size):
+        for _ in range(counts[t]):
+            tick[k] = t
+            k += 1
+    klass = pick(rng, class_cdf, n)
+    node = pick(rng, node_cdf, n)
+    u = np.empty((n, 6))
+    for i in range(n):
+        for j in range(6):
+            u[i, j] = rng.random()
+    return tick, klass, node, u
+
+
+def _choice(rng: np.random.Generator, weights: np.ndarray, n: int) -> np.ndarray:
+    """``rng.choice(len(weights), size=n, p=weights / weights.sum())``, the same
+    draws (numpy's own method: the normalised cumulative sum searched with
+    ``rng.random(n)``) without its slower checks on ``p`` (30 us a call)."""
+    return pick(rng, cdf_of(weights), n)
+
+
+CLASS_CDF = cdf_of(np.array([c.share for c in EV_CLASSES]))
+CLASS_CDF.flags.writeable = False
 
 # The classes as numbers for ``draw_attributes``: one row per class, and the
 # batteries padded with NaN (a class draws among its own count).
-_CLASS_TABLE = np.array([[len(c.batteries_kwh), *c.soc_range, c.target_soc, c.target_max,
+CLASS_TABLE = np.array([[len(c.batteries_kwh), *c.soc_range, c.target_soc, c.target_max,
                           *c.patience_min, c.critical_prob, *c.deadline_min, c.max_ac_kw,
                           c.max_dc_kw, c.km_per_kwh] for c in EV_CLASSES])  # fmt: skip
-_BATTERIES = np.full((len(EV_CLASSES), max(len(c.batteries_kwh) for c in EV_CLASSES)),
+BATTERIES = np.full((len(EV_CLASSES), max(len(c.batteries_kwh) for c in EV_CLASSES)),
                      np.nan)  # fmt: skip
 for _k, _c in enumerate(EV_CLASSES):
-    _BATTERIES[_k, : len(_c.batteries_kwh)] = _c.batteries_kwh
-_N_DRAWN = (
+    BATTERIES[_k, : len(_c.batteries_kwh)] = _c.batteries_kwh
+N_DRAWN = (
     9  # battery, soc, target, max AC, max DC, km/kWh, patience, critical, deadline
 )
 

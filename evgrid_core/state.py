@@ -19,7 +19,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .chargers import CHARGER_KW, N_KINDS, inlet_of
+from .chargers import CHARGER_KW, N_KINDS, inlet
 from .charging import taper_start
 from .config import SimConfig
 from .fleet import Arrivals
@@ -144,12 +144,30 @@ class EpisodeState(NamedTuple):
     scratch_evs: np.ndarray  # a tick's EVs in order (``ticks._by_order``)
 
 
-def _within(give_up: np.ndarray, n_ticks: int) -> np.ndarray:
-    """Give-up ticks (floats, inf for endless patience) within the episode, else NEVER."""
-    out = np.full(len(give_up), NEVER, dtype=np.int64)
-    inside = give_up < n_ticks
-    out[inside] = give_up[inside].astype(np.int64)
-    return out
+# --- Patience ----------------------------------------------------------------------
+@kernel(inline=True)
+def give_up_at(patience_minute: float, tick_minutes: int) -> float:
+    """The tick at whose end an EV gives up if not plugged in by then: the first
+    tick that ends after its ``patience_minute`` (request + patience [min since start]).
+
+    Patience runs from the EV's first request until it plugs in, whatever it does
+    meanwhile (pending, deferred, driving, queued). An EV that reaches its station
+    in tick a plugs in during tick a (if a plug is free), before that tick's end, so
+    it is served iff patience_minute >= a * tick_minutes. A float: inf for endless
+    patience.
+    """
+    g = np.floor(patience_minute / tick_minutes)
+    # Exactly the end-of-tick test (patience < end of tick g), whatever the rounding.
+    early = 1.0 if patience_minute < g * tick_minutes else 0.0
+    late = 1.0 if patience_minute >= (g + 1) * tick_minutes else 0.0
+    return g - early + late
+
+
+@kernel
+def give_up_into(patience_minute, tick_minutes: int, out) -> None:  # noqa: ANN001
+    """``give_up_at`` of each EV, into ``out``."""
+    for i in range(out.size):
+        out[i] = give_up_at(patience_minute[i], tick_minutes)
 
 
 # --- Packing -------------------------------------------------------------------------
@@ -236,54 +254,84 @@ def make_state(
     tables: ScenarioTables,
     a: Arrivals,
     background_kw: np.ndarray,
-    give_up: np.ndarray,
 ) -> tuple:
     """A new episode's state, packed: every EV waiting for its first request, tick 0."""
-    n, S, F, T = (
-        len(a),
-        tables.city.n_stations,
-        len(tables.city.feeders),
-        scenario.n_ticks,
-    )
-    ev_f = np.zeros((len(EV_FLOATS), n))
-    row = {name: k for k, name in enumerate(EV_FLOATS)}
-    for name, values in (("battery_kwh", a.battery_kwh), ("km_per_kwh", a.km_per_kwh),
-                         ("target", a.target), ("max_ac_kw", a.max_ac_kw),
-                         ("max_dc_kw", a.max_dc_kw), ("request_minute", a.minute),
-                         ("deadline_minute", a.minute + a.deadline_min),
-                         ("soc", a.soc),
-                         ("patience_minute", a.minute + a.patience_min)):  # fmt: skip
-        ev_f[row[name]] = values
-    for name in ("depart_minute", "arrive_minute", "plug_minute", "unplug_minute"):
-        ev_f[row[name]] = np.nan
-    ev_f[row["taper_start"]] = 1.0
-    ev_i = np.zeros((len(EV_INTS), n), dtype=np.int64)
-    row = {name: k for k, name in enumerate(EV_INTS)}
-    if n and np.any(np.diff(a.tick) < 0):
+    if len(a) and np.any(np.diff(a.tick) < 0):
         raise ValueError(
             "arrivals must be in tick order (fleet.arrivals_from_records sorts)"
         )
-    ev_i[row["arrive_tick"]] = a.tick
-    ev_i[row["node"]] = a.node
-    ev_i[row["give_up_tick"]] = _within(give_up, T)
-    ev_i[row["inlet"]] = inlet_of(a.max_ac_kw, a.max_dc_kw)
-    for name in ("station", "kind", "due_tick"):
-        ev_i[row[name]] = -1
-    ev_b = np.zeros((len(EV_BOOLS), n), dtype=bool)
-    ev_b[0] = a.critical
+    assert background_kw.shape[0] == scenario.n_ticks
+    floats = [np.asarray(x, dtype=float) for x in (
+        a.minute, a.battery_kwh, a.soc, a.target, a.max_ac_kw, a.max_dc_kw, a.km_per_kwh,
+        a.patience_min)]  # fmt: skip
+    return pack_state(
+        np.asarray(a.tick, dtype=np.int64), floats[0], np.asarray(a.node, dtype=np.int64),
+        *floats[1:], np.asarray(a.critical, dtype=bool),
+        np.asarray(a.deadline_min, dtype=float),
+        np.ascontiguousarray(background_kw, dtype=float),
+        np.ascontiguousarray(tables.capacity_kw, dtype=float),
+        np.asarray(tables.limit_kw, dtype=float), config.tick_minutes,
+    )  # fmt: skip
+
+
+_EVF = {name: k for k, name in enumerate(EV_FLOATS)}
+_EVI = {name: k for k, name in enumerate(EV_INTS)}
+(_BATTERY, _KM, _TARGET, _AC, _DC, _REQUEST, _DEADLINE, _SOC, _PATIENCE, _TAPER) = (
+    _EVF[k] for k in ("battery_kwh", "km_per_kwh", "target", "max_ac_kw", "max_dc_kw",
+                      "request_minute", "deadline_minute", "soc", "patience_minute",
+                      "taper_start"))  # fmt: skip
+_NAN_ROWS = tuple(_EVF[k] for k in ("depart_minute", "arrive_minute", "plug_minute",
+                                    "unplug_minute"))  # fmt: skip
+(_ARRIVE, _NODE, _GIVE_UP, _INLET) = (
+    _EVI[k] for k in ("arrive_tick", "node", "give_up_tick", "inlet"))  # fmt: skip
+_UNSET_ROWS = tuple(_EVI[k] for k in ("station", "kind", "due_tick"))
+
+
+@kernel
+def pack_state(tick, minute, node, battery_kwh, soc, target, max_ac_kw, max_dc_kw,
+               km_per_kwh, patience_min, critical, deadline_min, background_kw,
+               capacity_kw, limit_kw, tick_minutes: int) -> tuple:  # fmt: skip  # noqa: ANN001, PLR0913
+    """``make_state``'s packed state from the EVs' arrays (``fleet.Arrivals``'
+    fields), the feeders' background and capacity (T, F) and the stations'
+    limits (S,) [kW]: every EV waiting for its first request, tick 0."""
+    n, S = tick.size, limit_kw.size
+    T, F = background_kw.shape
+    ev_f = np.zeros((len(EV_FLOATS), n))
+    ev_i = np.zeros((len(EV_INTS), n), dtype=np.int64)
+    ev_b = np.zeros((len(EV_BOOLS), n), dtype=np.bool_)
+    for e in range(n):
+        ev_f[_BATTERY, e], ev_f[_KM, e] = battery_kwh[e], km_per_kwh[e]
+        ev_f[_TARGET, e], ev_f[_SOC, e] = target[e], soc[e]
+        ev_f[_AC, e], ev_f[_DC, e] = max_ac_kw[e], max_dc_kw[e]
+        ev_f[_REQUEST, e] = minute[e]
+        ev_f[_DEADLINE, e] = minute[e] + deadline_min[e]
+        patience = minute[e] + patience_min[e]
+        ev_f[_PATIENCE, e] = patience
+        for r in _NAN_ROWS:
+            ev_f[r, e] = np.nan
+        ev_f[_TAPER, e] = 1.0
+        ev_i[_ARRIVE, e], ev_i[_NODE, e] = tick[e], node[e]
+        give_up = give_up_at(patience, tick_minutes)
+        ev_i[_GIVE_UP, e] = int(give_up) if give_up < T else NEVER
+        ev_i[_INLET, e] = inlet(max_ac_kw[e], max_dc_kw[e])
+        for r in _UNSET_ROWS:
+            ev_i[r, e] = -1
+        ev_b[0, e] = critical[e]
     stations = np.zeros((len(STATION_FLOATS), S))
-    stations[0] = tables.limit_kw  # shift_cap_kw
+    stations[0] = limit_kw  # shift_cap_kw
     stations[2] = 1.0  # station_factor
     tf = np.zeros((len(TICK_FEEDER), T, F))
-    tf[0], tf[1] = background_kw, tables.capacity_kw
-    tf[2] = tables.capacity_kw - background_kw
+    for t in range(T):
+        for f in range(F):
+            tf[0, t, f], tf[1, t, f] = background_kw[t, f], capacity_kw[t, f]
+            tf[2, t, f] = capacity_kw[t, f] - background_kw[t, f]
     return (
         ev_f, ev_i, ev_b,
         np.zeros((3, S, N_KINDS), dtype=np.int64),  # busy, queue_len, inbound
         np.zeros(S, dtype=np.int64),  # shift_until
         stations,
         np.zeros((len(FEEDER_FLOATS), F)),
-        np.zeros(F, dtype=bool),  # above_soft
+        np.zeros(F, dtype=np.bool_),  # above_soft
         tf,
         np.zeros(17, dtype=np.int64),
         np.zeros(6),

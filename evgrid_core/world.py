@@ -43,6 +43,7 @@ from .state import (
     TRAVELING,
     WAITING,
     EpisodeState,
+    give_up_into,
     make_rules,
     make_state,
     unpack,
@@ -56,19 +57,11 @@ __all__ = ["CHARGING", "DEFERRED", "GAVE_UP", "PENDING", "QUEUED", "SERVED",
 
 # --- Patience ----------------------------------------------------------------------
 def give_up_ticks(patience_minute: np.ndarray, tick_minutes: int) -> np.ndarray:
-    """Per EV, the tick at whose end it gives up if not plugged in by then: the first
-    tick that ends after its ``patience_minute`` (request + patience [min since start]).
-
-    Patience runs from the EV's first request until it plugs in, whatever it does
-    meanwhile (pending, deferred, driving, queued). An EV that reaches its station
-    in tick a plugs in during tick a (if a plug is free), before that tick's end, so
-    it is served iff patience_minute >= a * tick_minutes. Floats: inf for endless
-    patience.
-    """
-    p = np.asarray(patience_minute, dtype=float)
-    g = np.floor(p / tick_minutes)
-    # Exactly the end-of-tick test (patience < end of tick g), whatever the rounding.
-    return g - (p < g * tick_minutes) + (p >= (g + 1) * tick_minutes)
+    """``state.give_up_at`` for each EV (floats: inf for endless patience)."""
+    p = np.atleast_1d(np.asarray(patience_minute, dtype=float))
+    out = np.empty(p.shape)
+    give_up_into(p.ravel(), tick_minutes, out.reshape(-1))
+    return out.reshape(np.shape(patience_minute))
 
 
 def give_up_tick(patience_minute: float, tick_minutes: int) -> int:
@@ -91,10 +84,7 @@ def start_state(
 ) -> tuple:
     """A new episode's packed state (tick 0, no EV yet asked) from its arrivals and
     its feeders' background load (T, F) [kW]."""
-    give_up = give_up_ticks(
-        arrivals.minute + arrivals.patience_min, config.tick_minutes
-    )
-    return make_state(config, scenario, tables, arrivals, background_kw, give_up)
+    return make_state(config, scenario, tables, arrivals, background_kw)
 
 
 def _views(packed: tuple) -> EpisodeState:

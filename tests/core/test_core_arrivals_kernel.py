@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from evgrid_core.config import SimConfig
-from evgrid_core.env import episode_inputs
+from evgrid_core.episode import episode_inputs
 from evgrid_core.fleet import EV_CLASSES, Arrivals
 from evgrid_core.scenarios import SCENARIOS, get_scenario
 

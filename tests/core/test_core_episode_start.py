@@ -1,0 +1,91 @@
+"""An episode's start drawn and packed in one compiled call is ``EVGridEnv``'s, to the bit.
+
+``episode.seeded_state`` (the batch's resets) draws the arrivals and the feeders'
+noise inside a kernel, with numba's ``Generator`` methods, and packs the state there.
+``EVGridEnv.reset`` draws them with numpy's vectorised calls and packs them through
+``state.make_state``. Both must give the same packed state on every seed of every
+scenario, and the kernels' draws must be numpy's own.
+"""
+
+import numpy as np
+import pytest
+
+from evgrid_core.config import SimConfig
+from evgrid_core.episode import (
+    BACKGROUND_NOISE_SD,
+    episode_inputs,
+    episode_streams,
+    feeder_noise,
+    new_state,
+    start_numbers,
+)
+from evgrid_core.fleet import CLASS_CDF, EV_CLASSES, draw_evs
+from evgrid_core.scenarios import SCENARIOS, get_scenario
+from evgrid_core.tables import scenario_tables
+from evgrid_core.world import start_state
+
+SEEDS = [*range(40), 12345, 900000, 2**31 - 1, 2**40 + 7]
+
+
+def world_state(seed: int, scenario: str, config: SimConfig) -> tuple:
+    """The packed state as ``World`` builds it (``EVGridEnv.reset``'s path)."""
+    sc = get_scenario(scenario)
+    tables = scenario_tables(sc, config)
+    arrivals, noise = episode_inputs(seed, sc, config)
+    return start_state(config, sc, tables, arrivals, tables.background_kw * noise)
+
+
+@pytest.mark.parametrize("scenario", sorted(SCENARIOS))
+def test_the_batchs_episode_start_is_the_envs(scenario: str) -> None:
+    config = SimConfig()
+    for seed in SEEDS:
+        want = world_state(seed, scenario, config)
+        got = new_state(seed, get_scenario(scenario), config)
+        assert len(got) == len(want)
+        for k, (g, w) in enumerate(zip(got, want, strict=True)):
+            assert g.dtype == w.dtype and g.shape == w.shape, (scenario, seed, k)
+            assert np.array_equal(g, w, equal_nan=True), (scenario, seed, k)
+
+
+def test_an_episode_without_arrivals_starts_alike() -> None:
+    """A seed whose Poisson draws give no EV at all (rates made tiny) packs an empty
+    state both ways."""
+    config, sc = SimConfig(), get_scenario("evening_peak")
+    lam, *rest = start_numbers(sc, config)
+    from evgrid_core.episode import seeded_state
+
+    a, n = episode_streams(3)
+    packed = seeded_state(a, n, lam * 0.0, *rest)
+    assert packed[0].shape[1] == 0 and packed[1].shape[1] == 0
+    assert packed[8].shape[1] == sc.n_ticks
+
+
+def test_the_kernels_draws_are_numpys_vectorised_draws() -> None:
+    """numba's ``Generator.poisson``/``random``/``normal`` consume the stream as
+    numpy's vectorised calls do: the same counts, classes, nodes and uniforms."""
+    for seed in range(300):
+        rng = np.random.default_rng(seed + 10_000)
+        lam = rng.random(int(rng.integers(1, 300))) * rng.choice([0.1, 2.0, 15.0, 40.0])
+        weights = rng.random(int(rng.integers(1, 40))) + 0.01
+        node_cdf = (weights / weights.sum()).cumsum()
+        node_cdf /= node_cdf[-1]
+        ref = np.random.default_rng(seed)
+        counts = ref.poisson(lam)
+        n = int(counts.sum())
+        shares = np.array([c.share for c in EV_CLASSES])
+        klass = ref.choice(len(shares), size=n, p=shares / shares.sum())
+        node = ref.choice(len(weights), size=n, p=weights / weights.sum())
+        u = ref.random((n, 6))
+        tick, k2, n2, u2 = draw_evs(
+            np.random.default_rng(seed), lam, CLASS_CDF, node_cdf
+        )
+        assert np.array_equal(tick, np.repeat(np.arange(lam.size), counts)), seed
+        assert np.array_equal(k2, klass) and np.array_equal(n2, node), seed
+        assert np.array_equal(u2, u), seed
+
+
+def test_the_feeders_noise_is_numpys_normal() -> None:
+    for seed in range(300):
+        want = np.random.default_rng(seed).normal(1.0, BACKGROUND_NOISE_SD, 6)
+        got = feeder_noise(np.random.default_rng(seed), 6)
+        assert np.array_equal(got, want), seed
