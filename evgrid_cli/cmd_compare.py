@@ -42,9 +42,43 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default=None,
         help="model file for the policies named oracle* (a GGUF)",
     )
+    p.add_argument(
+        "--adapter",
+        default=None,
+        help="a trained LoRA adapter GGUF for the policies named oracle*, asked as the "
+        "shipped Oracle is (folded into the package's SmolLM2, the decision prompt): "
+        "to try an adapter before shipping it",
+    )
+    p.add_argument(
+        "--prompt-style",
+        default=None,
+        help="how the decision prompt lists the options for oracle* (default: the "
+        "shipped Oracle's, oracle/weights/oracle.json)",
+    )
     p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     add_ray_argument(p, "run the episodes")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def _oracle_kwargs(args: argparse.Namespace, policies: list[str]) -> dict | None:
+    """What the policies named oracle* are built with, from --model, --adapter and
+    --prompt-style (checked before any episode runs)."""
+    if args.model and args.adapter:
+        raise ValueError("--model or --adapter, not both")
+    kw = {"model_path": args.model, "adapter": args.adapter}
+    kw = {k: v for k, v in kw.items() if v}
+    for path in kw.values():
+        if not Path(path).is_file():
+            raise ValueError(f"no such file: {path}")
+    if args.prompt_style:
+        if args.model:
+            kw["prompt"] = "decision"  # a style is a way of listing the decision prompt
+        kw["prompt_style"] = args.prompt_style
+    if kw and not any(p.startswith("oracle") for p in policies):
+        raise ValueError(
+            "--model, --adapter and --prompt-style are for oracle* policies"
+        )
+    return {p: kw for p in policies if p.startswith("oracle")} if kw else None
 
 
 def _names(text: str) -> list[str]:
@@ -74,6 +108,7 @@ def run(args: argparse.Namespace) -> int:
         )
     if args.reference not in policies:
         raise ValueError(f"--reference {args.reference} is not among --policies")
+    oracle_kw = _oracle_kwargs(args, policies)
     optimum = optimum_settings(args)
     if "optimum" in policies:
         from evaluation.milp import check_grid
@@ -105,11 +140,7 @@ def run(args: argparse.Namespace) -> int:
         optimum=optimum,
         progress=not args.no_progress,
         code=code_version(),
-        policy_kwargs={
-            p: {"model_path": args.model} for p in policies if p.startswith("oracle")
-        }
-        if args.model
-        else None,
+        policy_kwargs=oracle_kw,
         **ray_kw,
     )
     wanted = [

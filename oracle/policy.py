@@ -70,12 +70,20 @@ def shipped_prompt_style(path: Path | None = None) -> str:
 def shipped_oracle() -> Path:
     """The trained Oracle's GGUF: the package's SmolLM2 with the shipped adapter
     folded in (``oracle.smollm2.oracle_gguf``), built on first use (seconds)."""
+    return trained_oracle(SHIPPED_ADAPTER)
+
+
+def trained_oracle(adapter: Path) -> Path:
+    """The package's SmolLM2 with ``adapter`` (a LoRA GGUF) folded in."""
     from .smollm2 import oracle_gguf
 
-    if not SHIPPED_ADAPTER.is_file():
-        raise ValueError(f"the trained Oracle's adapter {SHIPPED_ADAPTER} is missing")
+    if not adapter.is_file():
+        what = (
+            "the trained Oracle's adapter" if adapter == SHIPPED_ADAPTER else "adapter"
+        )
+        raise ValueError(f"{what} {adapter} is missing")
     try:
-        return oracle_gguf(SHIPPED_ADAPTER)
+        return oracle_gguf(adapter)
     except FileNotFoundError as e:
         raise ValueError(
             f"the trained Oracle needs its base model: {e} "
@@ -129,6 +137,7 @@ class GGUFPolicy:
         self,
         model_path: str | Path | None = None,
         *,
+        adapter: str | Path | None = None,
         lora_path: str | Path | None = None,
         prompt: str | None = None,
         use_grammar: bool = True,
@@ -149,6 +158,9 @@ class GGUFPolicy:
         grammar over every valid action; the default with ``model_path`` or
         ``llama``). ``max_stations``: stations the prompt lists (3 or 8 by prompt).
         ``lora_path``: a LoRA adapter GGUF applied over ``model_path``.
+        ``adapter``: a LoRA adapter GGUF trained as the shipped one is, asked as the
+        shipped Oracle is (folded into the package's SmolLM2, the decision prompt):
+        to try an adapter before shipping it (``evgrid compare --adapter``).
         ``prompt_style``: how the decision prompt's options read (default: the
         shipped adapter's, ``shipped_prompt_style``).
 
@@ -162,9 +174,15 @@ class GGUFPolicy:
         prompt never lists it).
         """
         shipped = False
+        if adapter is not None and (model_path or lora_path or llama is not None):
+            raise ValueError(
+                "adapter is asked alone: not with model_path, lora_path or llama"
+            )
         if llama is None:
             model_path = model_path or os.environ.get("EVGRID_ORACLE_MODEL")
-            if not model_path:
+            if adapter is not None:
+                model_path, shipped = trained_oracle(Path(adapter)), True
+            elif not model_path:
                 model_path = shipped_oracle()
                 shipped = True
             llama = load_llama(

@@ -98,10 +98,20 @@ def runtime_gguf(cache_dir: Path = CACHE_DIR, quant: str = RUNTIME_QUANT) -> Pat
 def oracle_gguf(
     adapter: Path, cache_dir: Path = CACHE_DIR, quant: str = RUNTIME_QUANT
 ) -> Path:
-    """The trained Oracle's GGUF: the package's model with ``adapter`` folded in."""
+    """The trained Oracle's GGUF: the package's model with ``adapter`` folded in.
+
+    The shipped adapter's model lives in ``cache_dir`` (an earlier adapter's is
+    removed there); any other adapter's beside it, as ``<adapter>.<digest>-<quant>.gguf``,
+    so trying a new adapter never touches the shipped Oracle's model."""
     import hashlib
 
+    adapter = Path(adapter)
     digest = hashlib.sha256(adapter.read_bytes()).hexdigest()[:12]
+    if adapter.resolve() != SHIPPED_ADAPTER.resolve():
+        out = adapter.with_name(f"{adapter.stem}.{digest}-{quant.lower()}.gguf")
+        if not out.is_file():
+            merge_lora_gguf(package_gguf(), adapter, out, quant)
+        return out
     out = cache_dir / f"oracle-smollm2-{digest}-{quant.lower()}.gguf"
     if not out.is_file():
         for old in cache_dir.glob(f"oracle-smollm2-*-{quant.lower()}.gguf"):

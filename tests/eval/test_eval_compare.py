@@ -159,6 +159,9 @@ def test_compare_command_writes_table_json_and_plots(tmp_path, capsys):
         ["compare", "--grid", "nope"],  # unknown grid model
         ["eval", "--grid", "nope"],  # unknown grid model
         ["compare", "--policies", "optimum", "--grid", "ac"],  # not linear
+        ["compare", "--policies", "oracle", "--adapter", "/no/such.gguf"],  # missing
+        ["compare", "--policies", "oracle", "--adapter", __file__, "--model", __file__],
+        ["compare", "--policies", "greedy_eta", "--prompt-style", "v1"],  # no oracle*
     ],
 )
 def test_bad_input_is_a_clean_error(argv, capsys):

@@ -11,6 +11,7 @@ episode and the first 10 decisions of morning_peak, with 4 stations in the promp
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 
 import pytest
 
@@ -289,3 +290,28 @@ def test_the_shipped_oracle_keeps_the_policy_contract(shipped_policy) -> None:
         shipped_policy, scenarios=["evening_peak", "feeder_fault"], decisions=6
     )
     assert checked == {"evening_peak": 6, "feeder_fault": 6}
+
+
+@pytest.mark.slow
+def test_an_adapter_is_tried_as_the_shipped_oracle_is(
+    llama_cpp, smol_gguf, tmp_path
+) -> None:
+    """``adapter=`` (``evgrid compare --adapter``): a LoRA GGUF folded into the
+    package's model beside the adapter, asked with the decision prompt; the shipped
+    Oracle's own model is left where it is. A copy of the shipped adapter answers as
+    the shipped Oracle does."""
+    if not oracle.policy.SHIPPED_ADAPTER.is_file():
+        pytest.skip(f"{oracle.policy.SHIPPED_ADAPTER} is not there")
+    shipped_model = oracle.policy.shipped_oracle()
+    copy = tmp_path / "tried.gguf"
+    copy.write_bytes(oracle.policy.SHIPPED_ADAPTER.read_bytes())
+    tried = GGUFPolicy(adapter=copy, threads=1, prompt_style="v1+on_time+spare")
+    assert tried.prompt == "decision" and tried.prompt_style == "v1+on_time+spare"
+    assert Path(tried.model_path).parent == tmp_path
+    assert shipped_model.is_file()  # not removed by the other adapter's model
+    shipped = GGUFPolicy(threads=1, prompt_style="v1+on_time+spare")
+    a = run_episode(tried, "quiet_night", seed=900_001)
+    b = run_episode(shipped, "quiet_night", seed=900_001)
+    assert [r["action"] for r in a] == [r["action"] for r in b]
+    with pytest.raises(ValueError, match="alone"):
+        GGUFPolicy(adapter=copy, model_path=smol_gguf)
