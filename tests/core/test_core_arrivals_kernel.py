@@ -77,25 +77,25 @@ def test_drawn_attributes_equal_numpys_on_many_seeds(
 def test_the_class_and_node_draws_are_numpys_choice(k: int) -> None:
     """``draw_arrivals`` draws classes and nodes as ``Generator.choice`` with ``p``
     does, without its checks: the same indices from the same stream."""
-    from evgrid_core.fleet import _choice
+    from evgrid_core.fleet import cdf_of, pick
 
     for seed in range(200):
         weights = np.random.default_rng(seed + 1000).random(k) + 0.01
         n = seed % 150
         want = np.random.default_rng(seed).choice(k, size=n, p=weights / weights.sum())
         rng = np.random.default_rng(seed)
-        got = _choice(rng, weights, n)
+        got = pick(rng, cdf_of(weights), n)
         assert np.array_equal(got, want) and got.dtype == want.dtype
         assert rng.random() == np.random.default_rng(seed).random(n + 1)[-1]  # in step
 
 
 @pytest.mark.parametrize("weights", [[1.0, -0.5], [0.0, 0.0], [1.0, float("nan")]])
 def test_the_draws_refuse_weights_numpy_would_refuse(weights: list[float]) -> None:
-    from evgrid_core.fleet import _choice
+    from evgrid_core.fleet import cdf_of
 
     with pytest.raises(ValueError):
         np.random.default_rng(0).choice(
             2, size=3, p=np.array(weights) / np.sum(weights)
         )
     with pytest.raises(ValueError, match="non-negative"):
-        _choice(np.random.default_rng(0), np.array(weights), 3)
+        cdf_of(np.array(weights))
