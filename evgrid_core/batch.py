@@ -61,6 +61,7 @@ from .ticks import advance_feeder_sum, carry_feeder_sum
 from .world import scenario_rules
 
 N_PARTS = 13
+SEED_LIMIT = 2**62  # a batch's first seed; its later episodes' stay below 2**63
 
 
 @kernel(inline=True)
@@ -197,6 +198,8 @@ class Batch:
         the observations and masks (the batch's own arrays)."""
         if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
             raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+        if seed >= SEED_LIMIT:  # the kernels take each episode's seed as an int64
+            raise ValueError(f"a batch's seed must be below 2**62, got {seed!r}")
         self.base_seed = int(seed)
         self.episode[:] = 0
         self.ticks[:] = 0

@@ -2,13 +2,13 @@
 
 Every episode starts from ``episode_inputs``: the arrivals, drawn from their own
 stream (``fleet.draw_arrivals``), and the feeders' background noise, from another,
-both spawned from the seed. ``EVGridEnv.reset`` draws them and hands them to
-``World``. ``seeded_state`` makes the same episode's packed state in one compiled
-call, for the batch of episodes (``batch.py``), where an episode starts every few
-dozen decisions: the same streams, the same kernels (``fleet.draw_evs``,
-``fleet.draw_attributes``, ``state.pack_state``), and numba's ``Generator`` methods
-are numpy's algorithms on the same bit generator, so the same floats
-(``tests/core/test_core_episode_start.py`` compares both ways on many seeds).
+both spawned from the seed (``SeedSequence([seed, 0xE76]).spawn(2)``, numpy's
+default generator, run as kernels by ``pcg.py``). ``EVGridEnv.reset`` draws them and
+hands them to ``World``. ``seeded_state`` makes the same episode's packed state from
+its seed in one compiled call, for the batch of episodes (``batch.py``), where an
+episode starts every few dozen decisions: the same streams, the same kernels
+(``fleet.draw_evs``, ``fleet.draw_attributes``, ``state.pack_state``), so the same
+floats (``tests/core/test_core_episode_start.py`` compares both ways on many seeds).
 """
 
 from __future__ import annotations
@@ -32,26 +32,34 @@ from .fleet import (
     draw_evs,
 )  # fmt: skip
 from .jit import kernel
+from .pcg import normal, stream
 from .scenarios import Scenario
 from .state import pack_state
 from .tables import scenario_tables
 
 BACKGROUND_NOISE_SD = 0.02  # each feeder's background, times N(1, 0.02) an episode [A]
+STREAMS_TAG = 0xE76  # the episodes' streams: SeedSequence([seed, STREAMS_TAG]).spawn(2)
 
 
-def episode_streams(seed: int) -> tuple[np.random.Generator, np.random.Generator]:
-    """The two random streams of episode ``seed``: its arrivals', its noise's."""
-    arrivals_ss, noise_ss = np.random.SeedSequence([seed, 0xE76]).spawn(2)
-    return np.random.default_rng(arrivals_ss), np.random.default_rng(noise_ss)
+def episode_streams(seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """The two random streams of episode ``seed`` (``pcg.stream``): its arrivals',
+    its noise's. A seed is handed over as its 32-bit words (SeedSequence's own
+    reading of an int), so every non-negative int is a seed."""
+    words = [seed & 0xFFFFFFFF]
+    while seed >> 32:
+        seed >>= 32
+        words.append(seed & 0xFFFFFFFF)
+    entropy = np.array([*words, STREAMS_TAG], dtype=np.int64)
+    return stream(entropy, 0), stream(entropy, 1)
 
 
 @kernel
 def feeder_noise(rng, n: int):  # noqa: ANN001, ANN201
-    """``n`` feeders' background multipliers (1.0 = none), as numpy's
-    ``rng.normal(1.0, BACKGROUND_NOISE_SD, n)`` draws them."""
+    """``n`` feeders' background multipliers (1.0 = none) from the stream ``rng``,
+    as numpy's ``Generator.normal(1.0, BACKGROUND_NOISE_SD, n)`` draws them."""
     out = np.empty(n)
     for f in range(n):
-        out[f] = rng.normal(1.0, BACKGROUND_NOISE_SD)
+        out[f] = normal(rng, 1.0, BACKGROUND_NOISE_SD)
     return out
 
 
@@ -111,10 +119,12 @@ def start_numbers(sc: Scenario, config: SimConfig) -> tuple:
 
 
 @kernel
-def seeded_state(arrivals_rng, noise_rng, lam, node_cdf, critical_scale: float,
-                 background_kw, capacity_kw, limit_kw, tick_minutes: int) -> tuple:  # fmt: skip  # noqa: ANN001, PLR0913
-    """The packed first state of the episode whose streams these are (see the
-    module's docstring): what ``World`` starts from after ``episode_inputs``."""
+def seeded_state(seed: int, lam, node_cdf, critical_scale: float, background_kw,
+                 capacity_kw, limit_kw, tick_minutes: int) -> tuple:  # fmt: skip  # noqa: ANN001, PLR0913
+    """The packed first state of episode ``seed`` (below 2**63; see the module's
+    docstring): what ``World`` starts from after ``episode_inputs``."""
+    entropy = np.array([seed, STREAMS_TAG], dtype=np.int64)
+    arrivals_rng, noise_rng = stream(entropy, 0), stream(entropy, 1)
     tick, klass, node, u = draw_evs(arrivals_rng, lam, CLASS_CDF, node_cdf)
     out = np.empty((N_DRAWN, tick.size))
     draw_attributes(klass, u, CLASS_TABLE, BATTERIES, critical_scale, out)
@@ -127,5 +137,4 @@ def seeded_state(arrivals_rng, noise_rng, lam, node_cdf, critical_scale: float,
 
 def new_state(seed: int, sc: Scenario, config: SimConfig) -> tuple:
     """Episode ``seed``'s first packed state, drawn and packed in one call."""
-    arrivals_rng, noise_rng = episode_streams(seed)
-    return seeded_state(arrivals_rng, noise_rng, *start_numbers(sc, config))
+    return seeded_state(seed, *start_numbers(sc, config))

@@ -12,6 +12,7 @@ import numpy as np
 
 from .chargers import inlet_of
 from .jit import kernel
+from .pcg import poisson, uniform
 
 # --- Vehicle classes ----------------------------------------------------------------
 
@@ -145,7 +146,7 @@ class EVLists:
 
 
 def draw_arrivals(
-    rng: np.random.Generator,
+    rng: np.ndarray,
     *,
     start_minute: int,
     n_ticks: int,
@@ -154,7 +155,8 @@ def draw_arrivals(
     arrival_scale: float = 1.0,
     critical_scale: float = 1.0,
 ) -> Arrivals:
-    """Draw one episode's arrivals: Poisson per tick, attributes per EV."""
+    """Draw one episode's arrivals from the stream ``rng`` (``pcg.stream``): Poisson
+    per tick, attributes per EV."""
     lam = arrival_rates(start_minute, n_ticks, tick_minutes, arrival_scale)
     tick, klass, node, u = draw_evs(rng, lam, CLASS_CDF, cdf_of(node_weights))
     out = np.empty((N_DRAWN, len(tick)))
@@ -198,23 +200,23 @@ def cdf_of(weights: np.ndarray) -> np.ndarray:
 
 @kernel
 def pick(rng, cdf, n: int):  # noqa: ANN001, ANN201
-    """``n`` indices drawn with the shares ``cdf``: numpy's ``Generator.choice``
-    (``cdf.searchsorted(rng.random(n), side="right")``), the same draws."""
+    """``n`` indices drawn from the stream ``rng`` with the shares ``cdf``: numpy's
+    ``Generator.choice`` (``cdf.searchsorted(rng.random(n), side="right")``)."""
     out = np.empty(n, dtype=np.int64)
     for i in range(n):
-        out[i] = np.searchsorted(cdf, rng.random(), side="right")
+        out[i] = np.searchsorted(cdf, uniform(rng), side="right")
     return out
 
 
 @kernel
 def draw_evs(rng, lam, class_cdf, node_cdf):  # noqa: ANN001, ANN201
-    """One episode's EVs from the arrivals' stream ``rng``, in the order numpy drew
-    them: the requests in each tick (Poisson, means ``lam``), then each EV's class,
-    then its origin node, then six uniforms each (``draw_attributes``' ``u``).
-    Returns (tick, class, node, u)."""
+    """One episode's EVs from the arrivals' stream ``rng`` (``pcg.stream``), in the
+    order numpy's vectorised calls drew them: the requests in each tick (Poisson,
+    means ``lam``), then each EV's class, then its origin node, then six uniforms
+    each (``draw_attributes``' ``u``). Returns (tick, class, node, u)."""
     counts = np.empty(lam.size, dtype=np.int64)
     for t in range(lam.size):
-        counts[t] = rng.poisson(lam[t])
+        counts[t] = poisson(rng, lam[t])
     n = int(counts.sum())
     tick = np.empty(n, dtype=np.int64)
     k = 0
@@ -227,7 +229,7 @@ def draw_evs(rng, lam, class_cdf, node_cdf):  # noqa: ANN001, ANN201
     u = np.empty((n, 6))
     for i in range(n):
         for j in range(6):
-            u[i, j] = rng.random()
+            u[i, j] = uniform(rng)
     return tick, klass, node, u
 
 

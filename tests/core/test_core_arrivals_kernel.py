@@ -78,15 +78,16 @@ def test_the_class_and_node_draws_are_numpys_choice(k: int) -> None:
     """``draw_arrivals`` draws classes and nodes as ``Generator.choice`` with ``p``
     does, without its checks: the same indices from the same stream."""
     from evgrid_core.fleet import cdf_of, pick
+    from evgrid_core.pcg import stream_of, uniform
 
     for seed in range(200):
         weights = np.random.default_rng(seed + 1000).random(k) + 0.01
         n = seed % 150
         want = np.random.default_rng(seed).choice(k, size=n, p=weights / weights.sum())
-        rng = np.random.default_rng(seed)
+        rng = stream_of(np.random.default_rng(seed).bit_generator)
         got = pick(rng, cdf_of(weights), n)
         assert np.array_equal(got, want) and got.dtype == want.dtype
-        assert rng.random() == np.random.default_rng(seed).random(n + 1)[-1]  # in step
+        assert uniform(rng) == np.random.default_rng(seed).random(n + 1)[-1]  # in step
 
 
 @pytest.mark.parametrize("weights", [[1.0, -0.5], [0.0, 0.0], [1.0, float("nan")]])

@@ -1,10 +1,10 @@
 """An episode's start drawn and packed in one compiled call is ``EVGridEnv``'s, to the bit.
 
-``episode.seeded_state`` (the batch's resets) draws the arrivals and the feeders'
-noise inside a kernel, with numba's ``Generator`` methods, and packs the state there.
-``EVGridEnv.reset`` draws them with numpy's vectorised calls and packs them through
-``state.make_state``. Both must give the same packed state on every seed of every
-scenario, and the kernels' draws must be numpy's own.
+``episode.seeded_state`` (the batch's resets) spawns the streams, draws the arrivals
+and the feeders' noise and packs the state inside one kernel. ``EVGridEnv.reset``
+spawns them from Python (``episode_streams``), draws them through ``World``'s path and
+packs them through ``state.make_state``. Both must give the same packed state on
+every seed of every scenario, and the kernels' draws must be numpy's own.
 """
 
 import numpy as np
@@ -20,6 +20,7 @@ from evgrid_core.episode import (
     start_numbers,
 )
 from evgrid_core.fleet import CLASS_CDF, EV_CLASSES, draw_evs
+from evgrid_core.pcg import stream_of
 from evgrid_core.scenarios import SCENARIOS, get_scenario
 from evgrid_core.tables import scenario_tables
 from evgrid_core.world import start_state
@@ -54,14 +55,13 @@ def test_an_episode_without_arrivals_starts_alike() -> None:
     lam, *rest = start_numbers(sc, config)
     from evgrid_core.episode import seeded_state
 
-    a, n = episode_streams(3)
-    packed = seeded_state(a, n, lam * 0.0, *rest)
+    packed = seeded_state(3, lam * 0.0, *rest)
     assert packed[0].shape[1] == 0 and packed[1].shape[1] == 0
     assert packed[8].shape[1] == sc.n_ticks
 
 
 def test_the_kernels_draws_are_numpys_vectorised_draws() -> None:
-    """numba's ``Generator.poisson``/``random``/``normal`` consume the stream as
+    """The kernels' ``poisson`` and ``uniform`` (``pcg.py``) consume the stream as
     numpy's vectorised calls do: the same counts, classes, nodes and uniforms."""
     for seed in range(300):
         rng = np.random.default_rng(seed + 10_000)
@@ -76,9 +76,8 @@ def test_the_kernels_draws_are_numpys_vectorised_draws() -> None:
         klass = ref.choice(len(shares), size=n, p=shares / shares.sum())
         node = ref.choice(len(weights), size=n, p=weights / weights.sum())
         u = ref.random((n, 6))
-        tick, k2, n2, u2 = draw_evs(
-            np.random.default_rng(seed), lam, CLASS_CDF, node_cdf
-        )
+        g = stream_of(np.random.default_rng(seed).bit_generator)
+        tick, k2, n2, u2 = draw_evs(g, lam, CLASS_CDF, node_cdf)
         assert np.array_equal(tick, np.repeat(np.arange(lam.size), counts)), seed
         assert np.array_equal(k2, klass) and np.array_equal(n2, node), seed
         assert np.array_equal(u2, u), seed
@@ -87,5 +86,14 @@ def test_the_kernels_draws_are_numpys_vectorised_draws() -> None:
 def test_the_feeders_noise_is_numpys_normal() -> None:
     for seed in range(300):
         want = np.random.default_rng(seed).normal(1.0, BACKGROUND_NOISE_SD, 6)
-        got = feeder_noise(np.random.default_rng(seed), 6)
+        got = feeder_noise(stream_of(np.random.default_rng(seed).bit_generator), 6)
         assert np.array_equal(got, want), seed
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2**32, 2**40 + 7, 2**63 + 5, 2**100 + 3])
+def test_every_seed_spawns_numpys_streams(seed: int) -> None:
+    """``episode_streams`` hands the seed over as its 32-bit words: seeds beyond
+    int64 (``EVGridEnv.reset`` takes any non-negative int) spawn numpy's streams."""
+    want = np.random.SeedSequence([seed, 0xE76]).spawn(2)
+    for got, ss in zip(episode_streams(seed), want, strict=True):
+        assert np.array_equal(got, stream_of(np.random.PCG64(ss)))

@@ -176,6 +176,10 @@ def test_bad_input_is_refused_with_a_message() -> None:
         b.step(np.zeros(3, dtype=int))
     with pytest.raises(ValueError, match="2 integer indices"):
         b.step(np.zeros(2))  # floats
+    with pytest.raises(ValueError, match="below 2\\*\\*62"):
+        b.reset(seed=2**62)
+    with pytest.raises(ValueError, match="non-negative"):
+        b.reset(seed=-1)
     venv = EVGridVectorEnv(2)
     with pytest.raises(ValueError, match="no options"):
         venv.reset(seed=1, options={"scenario": "heatwave"})
