@@ -66,11 +66,7 @@ def call(op: int, packed, packed_rules, parts, a: int, b: int, c: int) -> int:  
     elif op == SHIFT_CODE:
         return judge.shift_code(st, rules, a)
     elif op == REQUEST_VIEW:
-        n_kinds = rules.plugs.shape[1]
-        for s in range(rules.plugs.shape[0]):
-            for k in range(n_kinds):
-                ok = judge.route_ok(st, rules, a, s + 1, k)
-                parts[s * n_kinds + k] = 1.0 if ok else 0.0
+        judge.route_row(st, rules, a, parts)
         return judge.defer_count(st, rules, a)
     if clock:
         ticks.advance_feeder_sum(st, rules, parts)

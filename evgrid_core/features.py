@@ -23,7 +23,7 @@ from .judge import (
     A_ROUTE,
     defer_count,
     range_km,
-    route_ok,
+    route_row,
 )  # fmt: skip
 from .state import (
     I_N_PENDING,
@@ -138,9 +138,8 @@ def encode_into(st, rules, done: bool, v, mask, scratch, forecast_given: bool) -
     o += 2 * N_FEEDERS
     if not request:
         return
-    for s in range(N_STATIONS):
-        for k in range(K):
-            if route_ok(st, rules, ev, s + 1, k):
-                v[o + s * K + k] = 1.0
-                mask[s * K + k] = True
+    route_row(st, rules, ev, mask)  # the ROUTE pairs come first in the mask
+    for i in range(N_ROUTE):
+        if mask[i]:
+            v[o + i] = 1.0
     mask[N_ROUTE : N_ROUTE + defer_count(st, rules, ev)] = True

@@ -39,6 +39,13 @@ def range_km(st, ev: int) -> float:  # noqa: ANN001
 
 
 @kernel(inline=True)
+def _pair_allowed(allowed, road_km, reach_km: float, s: int, kind: int) -> bool:  # noqa: ANN001
+    """The ROUTE rule's test of one pair: the scenario's table for the EV's locality,
+    inlets and tick (``allowed``, (S, K)) and the drive within its range."""
+    return allowed[s, kind] and road_km[s] <= reach_km
+
+
+@kernel(inline=True)
 def route_ok(st, rules, ev: int, station: int, kind: int) -> bool:  # noqa: ANN001
     """The ROUTE rule for one pair (``station`` 1-based): the scenario's table for
     the EV's locality and inlets now (drive within the radius, open on arrival, the
@@ -46,11 +53,27 @@ def route_ok(st, rules, ev: int, station: int, kind: int) -> bool:  # noqa: ANN0
     n_stations = rules.plugs.shape[0]
     if station < 1 or station > n_stations or kind < 0 or kind >= rules.plugs.shape[1]:
         return False
-    s, node = station - 1, st.node[ev]
+    node = st.node[ev]
     t = min(st.ints[I_TICK], rules.station_open.shape[0] - 1)
-    if not rules.routable[t, node, st.inlet[ev], s, kind]:
-        return False
-    return rules.road_km[node, s] <= range_km(st, ev)
+    return _pair_allowed(rules.routable[t, node, st.inlet[ev]], rules.road_km[node],
+                         range_km(st, ev), station - 1, kind)  # fmt: skip
+
+
+@kernel(inline=True)
+def route_row(st, rules, ev: int, out) -> None:  # noqa: ANN001
+    """``route_ok`` of every pair at once (the masks' and the views' loop), into
+    ``out`` (S * K,: pair (s, k) at s * K + k, True or 1.0 where allowed)."""
+    n_stations, n_kinds = rules.plugs.shape[0], rules.plugs.shape[1]
+    node = st.node[ev]
+    t = min(st.ints[I_TICK], rules.station_open.shape[0] - 1)
+    allowed, road, reach = (
+        rules.routable[t, node, st.inlet[ev]],
+        rules.road_km[node],
+        range_km(st, ev),
+    )
+    for s in range(n_stations):
+        for k in range(n_kinds):
+            out[s * n_kinds + k] = _pair_allowed(allowed, road, reach, s, k)
 
 
 @kernel(inline=True)
