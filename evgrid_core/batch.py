@@ -13,13 +13,18 @@ row then holds the new episode's first observation, and ``finished`` lists the
 episodes that ended (return, steps, invalid answers, the KPI counters). Env i's
 k-th episode has seed ``seed + k * n + i`` (modulo ``seed_limit`` when one is given: a
 trainer keeps below its held-out seeds) and scenario ``scenarios[i % len]``:
-reproducible whatever the order they end in. ``threads`` > 1 steps the envs on
-numba's threads (``step_envs_parallel``, a ``prange`` over the envs: each env is
-stepped by one thread, so the results are the one-thread ones); the auto-resets stay
-in Python, in one thread (``evgrid bench`` measures both).
+reproducible whatever the order they end in. The next episode starts inside the
+same kernel call (``episode.renew_state``: its streams spawned, its EVs drawn and
+packed into the env's blocks, reused from one episode to the next). ``threads`` > 1
+steps the envs on numba's threads (``step_envs_parallel``, a ``prange`` over the
+envs: each env, its resets too, is played by one thread, so the results are the
+one-thread ones; ``evgrid bench`` measures both).
 
-The kernels are handed each state's handle (``jit.handle``: its blocks' addresses in
-one int64 row), not the blocks: a batch's states are rows of one array.
+The kernels are handed each state's handle (``jit.room_handle``: its blocks'
+addresses in one int64 row, with room for more EVs than the episode has), not the
+blocks: a batch's states are rows of one array. An episode that draws more EVs than
+its env's room stops the kernel for that env; Python gives it a bigger room and
+starts it again (the same seed, the same episode).
 
 Only the feeder sum (the default grid model) runs here: the network models carry
 each tick from Python (``world.py``) and belong to ``EVGridEnv``.
@@ -34,9 +39,9 @@ import numpy as np
 
 from .config import SimConfig
 from .decide import strand
-from .episode import new_state
+from .episode import EV_BLOCKS, expected_evs, renew_state, room_state, start_blocks
 from .features import N_ACTIONS, OBS_SIZE, decode_index, encode_into, shift_numbers
-from .jit import handle, handles, kernel, prange, threads
+from .jit import f8_1, handles, i8_1, kernel, prange, room_handle, threads
 from .judge import A_DEFER, A_LOAD_SHIFT, A_ROUTE, OK, try_action
 from .scenarios import DEFAULT_SCENARIO, get_scenario
 from .state import (
@@ -52,6 +57,8 @@ from .state import (
     I_STRANDED,
     I_STRESS_EVENTS,
     I_TICK,
+    N_FLOATS,
+    N_INTS,
     P_INVALID,
     R_INVALID,
     unpack,
@@ -62,6 +69,7 @@ from .world import scenario_rules
 
 N_PARTS = 13
 SEED_LIMIT = 2**62  # a batch's first seed; its later episodes' stay below 2**63
+ROOM_SDS = 6.0  # an env's room: the scenario's mean EVs and this many deviations
 
 
 @kernel(inline=True)
@@ -108,33 +116,87 @@ def step_env(states, rules_list, rule_of, i: int, fresh: bool, actions, reward, 
     encode_into(st, rules, finished, obs[i], mask[i], scratch_f, False)
 
 
+@kernel(inline=True)
+def seed_at(seeding, i: int, k: int) -> int:  # noqa: ANN001
+    """Env ``i``'s ``k``-th episode's seed (``Batch.seed_of``): ``seeding`` holds the
+    first seed, the number of envs and the seed limit (0: none)."""
+    seed = seeding[0] + k * seeding[1] + i
+    return seed % seeding[2] if seeding[2] > 0 else seed
+
+
+@kernel(inline=True)
+def play_env(states, rules_list, rule_of, starts, seeding, i: int, step: bool,
+             actions, reward, done, obs, mask, counts, ticks, returns, episode, ended_i,
+             ended_f, need, parts, scratch) -> None:  # fmt: skip  # noqa: ANN001, PLR0913
+    """Env ``i``: one decision (``step``) and, if that ends its episode, the episode's
+    summary into ``ended_i``/``ended_f`` (its counters and sums, then seed, steps,
+    invalid answers and return) and the next episode's start; or (not ``step``) the
+    start of its episode now. An episode with no request at all is skipped (its
+    state ends at once). ``need[i]``: the EVs of an episode it had no room for."""
+    fresh = not step
+    while True:  # one call of each rule's kernel: each is inlined here
+        if fresh:
+            need[i] = renew_state(states, i, seed_at(seeding, i, episode[i]),
+                                  starts[rule_of[i]])  # fmt: skip
+            if need[i]:
+                return
+        step_env(states, rules_list, rule_of, i, fresh, actions, reward, done, obs,
+                 mask, counts, ticks, parts, scratch)  # fmt: skip
+        h = states[i]
+        ints = i8_1(h, 9)
+        if fresh:
+            if ints[I_FINISHED] == 0:
+                return
+            episode[i] += 1  # no request at all: the next episode
+            continue
+        returns[i] += reward[i]
+        if not done[i]:
+            return
+        floats = f8_1(h, 10)
+        n_ints, n_floats = ints.size, floats.size
+        ended_i[i, :n_ints] = ints
+        ended_i[i, n_ints] = seed_at(seeding, i, episode[i])
+        ended_i[i, n_ints + 1], ended_i[i, n_ints + 2] = counts[i, 0], counts[i, 1]
+        ended_f[i, :n_floats] = floats
+        ended_f[i, n_floats] = returns[i]
+        returns[i], counts[i, 0], counts[i, 1] = 0.0, 0, 0
+        episode[i] += 1
+        fresh = True
+
+
 @kernel
-def step_envs(states, rules_list, rule_of, which, fresh: bool, actions, reward, done,
-              obs, mask, counts, ticks) -> None:  # fmt: skip  # noqa: ANN001, PLR0913
-    """``step_env`` for each env of ``which``, in one thread (the rules inlined)."""
+def play_envs(states, rules_list, rule_of, starts, seeding, which, step: bool, actions,
+              reward, done, obs, mask, counts, ticks, returns, episode, ended_i, ended_f,
+              need) -> None:  # fmt: skip  # noqa: ANN001, PLR0913
+    """``play_env`` for each env of ``which``, in one thread (the rules inlined)."""
     parts = np.zeros(N_PARTS)
     scratch = np.zeros((2, obs.shape[1]))
     for i in which:
-        step_env(states, rules_list, rule_of, i, fresh, actions, reward, done, obs,
-                 mask, counts, ticks, parts, scratch)  # fmt: skip
+        play_env(states, rules_list, rule_of, starts, seeding, i, step, actions, reward,
+                 done, obs, mask, counts, ticks, returns, episode, ended_i, ended_f,
+                 need, parts, scratch)  # fmt: skip
 
 
 @kernel
-def _step_env_alone(states, rules_list, rule_of, i: int, fresh: bool, actions, reward,
-                    done, obs, mask, counts, ticks) -> None:  # fmt: skip  # noqa: ANN001, PLR0913
-    """``step_env`` behind a call: the parallel loop's body (see ``jit.kernel``)."""
-    step_env(states, rules_list, rule_of, i, fresh, actions, reward, done, obs, mask,
-             counts, ticks, np.zeros(N_PARTS), np.zeros((2, obs.shape[1])))  # fmt: skip
+def _play_env_alone(states, rules_list, rule_of, starts, seeding, i: int, step: bool,
+                    actions, reward, done, obs, mask, counts, ticks, returns, episode,
+                    ended_i, ended_f, need) -> None:  # fmt: skip  # noqa: ANN001, PLR0913
+    """``play_env`` behind a call: the parallel loop's body (see ``jit.kernel``)."""
+    play_env(states, rules_list, rule_of, starts, seeding, i, step, actions, reward,
+             done, obs, mask, counts, ticks, returns, episode, ended_i, ended_f, need,
+             np.zeros(N_PARTS), np.zeros((2, obs.shape[1])))  # fmt: skip
 
 
 @kernel(parallel=True)
-def step_envs_parallel(states, rules_list, rule_of, which, fresh: bool, actions, reward,
-                       done, obs, mask, counts, ticks) -> None:  # fmt: skip  # noqa: ANN001, PLR0913
-    """``step_env`` for each env of ``which``, on numba's threads (``jit.threads``):
+def play_envs_parallel(states, rules_list, rule_of, starts, seeding, which, step: bool,
+                       actions, reward, done, obs, mask, counts, ticks, returns,
+                       episode, ended_i, ended_f, need) -> None:  # fmt: skip  # noqa: ANN001, PLR0913
+    """``play_env`` for each env of ``which``, on numba's threads (``jit.threads``):
     each env is written by one thread only, so the result is the serial one."""
     for j in prange(which.size):
-        _step_env_alone(states, rules_list, rule_of, which[j], fresh, actions, reward,
-                        done, obs, mask, counts, ticks)  # fmt: skip
+        _play_env_alone(states, rules_list, rule_of, starts, seeding, which[j], step,
+                        actions, reward, done, obs, mask, counts, ticks, returns,
+                        episode, ended_i, ended_f, need)  # fmt: skip
 
 
 class Batch:
@@ -149,6 +211,7 @@ class Batch:
         config: SimConfig | None = None,
         threads: int = 1,
         seed_limit: int | None = None,
+        room: float = ROOM_SDS,
     ) -> None:
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
             raise ValueError(f"n must be a positive integer, got {n!r}")
@@ -159,6 +222,8 @@ class Batch:
         self.seed_limit = seed_limit
         if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
             raise ValueError(f"threads must be a positive integer, got {threads!r}")
+        if not isinstance(room, int | float) or not room >= 0:
+            raise ValueError(f"room must be a number of deviations >= 0, got {room!r}")
         self.config = config or SimConfig()
         if self.config.grid != "feeder_sum":
             raise ValueError(
@@ -173,6 +238,9 @@ class Batch:
         self.rule_of = np.arange(n, dtype=np.int64) % len(self.scenarios)
         self._rules = [scenario_rules(self.config, sc) for sc in self.scenarios]
         self._rules_h = handles(self._rules)  # the kernels' handles (``jit.handle``)
+        self._starts = [start_blocks(sc, self.config) for sc in self.scenarios]
+        self._starts_h = handles(self._starts)
+        self._room = [self._room_for(sc, room) for sc in self.scenarios]
         self.obs = np.zeros((n, OBS_SIZE), dtype=np.float32)
         self.mask = np.zeros((n, N_ACTIONS), dtype=bool)
         self.reward = np.zeros(n)
@@ -182,9 +250,19 @@ class Batch:
         self.episode = np.zeros(n, dtype=np.int64)  # each env's episode number
         self.ticks = np.zeros(n, dtype=np.int64)  # ticks simulated since reset
         self.finished: list[dict[str, Any]] = []  # episodes ended by the last step
+        # the last ended episode's counters and sums (``play_env``), the EVs an
+        # episode had no room for
+        self._ended_i = np.zeros((n, N_INTS + 3), dtype=np.int64)
+        self._ended_f = np.zeros((n, N_FLOATS + 1))
+        self._need = np.zeros(n, dtype=np.int64)
         self._all = np.arange(n, dtype=np.int64)
         self._no_actions = np.zeros(n, dtype=np.int64)
         self.reset(seed)
+
+    def _room_for(self, sc: Any, sds: float) -> int:
+        """The EVs an env's blocks make room for: the mean and ``sds`` deviations."""
+        mean = expected_evs(sc, self.config)
+        return int(mean + sds * mean**0.5) + 1
 
     # --- Episodes --------------------------------------------------------------------
     def seed_of(self, i: int, k: int | None = None) -> int:
@@ -201,35 +279,30 @@ class Batch:
         if seed >= SEED_LIMIT:  # the kernels take each episode's seed as an int64
             raise ValueError(f"a batch's seed must be below 2**62, got {seed!r}")
         self.base_seed = int(seed)
-        self.episode[:] = 0
-        self.ticks[:] = 0
-        self.counts[:] = 0
-        self.returns[:] = 0.0
-        self.done[:] = False
+        self._seeding = np.array([seed, self.n, self.seed_limit or 0], dtype=np.int64)
+        for a in (self.episode, self.ticks, self.counts, self.returns, self.done):
+            a[...] = 0
         self.finished = []
-        self._states = [self._new_state(i) for i in range(self.n)]
-        self._heads = handles(self._states)  # row i: the handle of ``_states[i]``
-        self._start(np.arange(self.n))
+        self._states = [self._room_state(i, self._room[self.rule_of[i]])
+                        for i in range(self.n)]  # fmt: skip
+        self._heads = handles(self._states, EV_BLOCKS)  # row i: ``_states[i]``'s
+        self._run(self._all, False, self._no_actions)
+        self._make_room()
         return self.obs, self.mask
 
-    def _new_state(self, i: int) -> tuple:
-        return new_state(self.seed_of(i), self.scenarios[self.rule_of[i]], self.config)
+    def _room_state(self, i: int, room: int) -> tuple:
+        return room_state(self.scenarios[self.rule_of[i]], self.config, room)
 
-    def _renew(self, i: int) -> None:
-        """Env ``i``'s next episode's state, and its handle."""
-        self._states[i] = self._new_state(i)
-        if isinstance(self._heads, np.ndarray):
-            self._heads[i] = handle(self._states[i])
-
-    def _start(self, which: np.ndarray) -> None:
-        while which.size:
-            self._run(which, True, self._no_actions)
-            # An episode with no request at all has ended already: the next one
-            empty = which[[bool(self._states[i][9][I_FINISHED]) for i in which]]
-            for i in empty:
-                self.episode[i] += 1
-                self._renew(i)
-            which = empty
+    def _make_room(self) -> None:
+        """Envs whose episode drew more EVs than their room: a bigger room, and the
+        episode's start again."""
+        while (needy := np.flatnonzero(self._need)).size:
+            for i in needy:
+                room = int(self._need[i] * 1.25) + 1
+                self._states[i] = self._room_state(int(i), room)
+                if isinstance(self._heads, np.ndarray):
+                    self._heads[i] = room_handle(self._states[i], EV_BLOCKS)
+            self._run(needy, False, self._no_actions)
 
     def step(self, actions: np.ndarray) -> tuple[np.ndarray, ...]:
         """One decision per env: (obs, reward, done, mask), the batch's own arrays
@@ -240,38 +313,33 @@ class Batch:
                 f"actions must be {self.n} integer indices, got shape {acts.shape} "
                 f"of {acts.dtype}"
             )
-        self._run(self._all, False, acts.astype(np.int64, copy=False))
-        self.returns += self.reward
+        self._run(self._all, True, acts.astype(np.int64, copy=False))
         self.finished = []
-        ended = np.flatnonzero(self.done)
-        if ended.size:
-            for i in ended:
-                self.finished.append(self._summary(int(i)))
-                self.episode[i] += 1
-                self.returns[i] = 0.0
-                self.counts[i] = 0
-                self._renew(int(i))
-            self._start(ended)
+        if self.done.any():
+            self.finished = [self._summary(int(i)) for i in np.flatnonzero(self.done)]
+            self._make_room()
         return self.obs, self.reward, self.done, self.mask
 
-    def _run(self, which: np.ndarray, fresh: bool, actions: np.ndarray) -> None:
-        run = step_envs
+    def _run(self, which: np.ndarray, step: bool, actions: np.ndarray) -> None:
+        run = play_envs
         if self.threads > 1 and which.size > 1:
             threads(self.threads)
-            run = step_envs_parallel
-        run(self._heads, self._rules_h, self.rule_of, which, fresh, actions,
-                  self.reward, self.done, self.obs, self.mask, self.counts,
-                  self.ticks)  # fmt: skip
+            run = play_envs_parallel
+        run(self._heads, self._rules_h, self.rule_of, self._starts_h, self._seeding,
+            which, step, actions, self.reward, self.done, self.obs, self.mask,
+            self.counts, self.ticks, self.returns, self.episode, self._ended_i,
+            self._ended_f, self._need)  # fmt: skip
 
     def _summary(self, i: int) -> dict[str, Any]:
-        ints, floats = self._states[i][9], self._states[i][10]
+        """Env ``i``'s episode that the last step ended (``play_env`` kept it)."""
+        ints, floats = self._ended_i[i], self._ended_f[i]
         return {
             "env": i,
             "scenario": self.scenarios[self.rule_of[i]].name,
-            "seed": self.seed_of(i),
-            "return": float(self.returns[i]),
-            "steps": int(self.counts[i, 0]),
-            "invalid": int(self.counts[i, 1]),
+            "seed": int(ints[N_INTS]),
+            "return": float(floats[N_FLOATS]),
+            "steps": int(ints[N_INTS + 1]),
+            "invalid": int(ints[N_INTS + 2]),
             "ticks": int(ints[I_TICK]),
             "evs_served": int(ints[I_SERVED]),
             "stranded": int(ints[I_STRANDED]),
@@ -285,7 +353,8 @@ class Batch:
 
     # --- Introspection ---------------------------------------------------------------
     def state_bytes(self) -> int:
-        """Memory the episodes' states hold now [bytes], all envs (arrays only)."""
+        """Memory the episodes' states hold now [bytes], all envs (arrays only,
+        their room for more EVs included)."""
         return sum(a.nbytes for packed in self._states for a in packed)
 
     def close(self) -> None:

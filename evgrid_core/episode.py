@@ -31,10 +31,22 @@ from .fleet import (
     draw_attributes,
     draw_evs,
 )  # fmt: skip
-from .jit import kernel
+from .jit import (
+    b1_1,
+    b1_2,
+    f8_1,
+    f8_2,
+    f8_3,
+    has_room,
+    i8_1,
+    i8_2,
+    i8_3,
+    kernel,
+    resize,
+)
 from .pcg import normal, stream
 from .scenarios import Scenario
-from .state import pack_state
+from .state import empty_state, pack_into, pack_state
 from .tables import scenario_tables
 
 BACKGROUND_NOISE_SD = 0.02  # each feeder's background, times N(1, 0.02) an episode [A]
@@ -118,11 +130,11 @@ def start_numbers(sc: Scenario, config: SimConfig) -> tuple:
     )
 
 
-@kernel
-def seeded_state(seed: int, lam, node_cdf, critical_scale: float, background_kw,
-                 capacity_kw, limit_kw, tick_minutes: int) -> tuple:  # fmt: skip  # noqa: ANN001, PLR0913
-    """The packed first state of episode ``seed`` (below 2**63; see the module's
-    docstring): what ``World`` starts from after ``episode_inputs``."""
+@kernel(inline=True)
+def draw_episode(seed: int, lam, node_cdf, critical_scale: float, background_kw,
+                 tick_minutes: int) -> tuple:  # fmt: skip  # noqa: ANN001
+    """Episode ``seed``'s draws (below 2**63): its EVs' ticks, minutes, nodes and
+    attributes (``fleet.draw_attributes``' rows) and its feeders' background."""
     entropy = np.array([seed, STREAMS_TAG], dtype=np.int64)
     arrivals_rng, noise_rng = stream(entropy, 0), stream(entropy, 1)
     tick, klass, node, u = draw_evs(arrivals_rng, lam, CLASS_CDF, node_cdf)
@@ -130,6 +142,17 @@ def seeded_state(seed: int, lam, node_cdf, critical_scale: float, background_kw,
     draw_attributes(klass, u, CLASS_TABLE, BATTERIES, critical_scale, out)
     background = background_kw * feeder_noise(noise_rng, background_kw.shape[1])
     minute = (tick * tick_minutes).astype(np.float64)
+    return tick, minute, node, out, background
+
+
+@kernel
+def seeded_state(seed: int, lam, node_cdf, critical_scale: float, background_kw,
+                 capacity_kw, limit_kw, tick_minutes: int) -> tuple:  # fmt: skip  # noqa: ANN001, PLR0913
+    """The packed first state of episode ``seed`` (below 2**63; see the module's
+    docstring): what ``World`` starts from after ``episode_inputs``."""
+    tick, minute, node, out, background = draw_episode(
+        seed, lam, node_cdf, critical_scale, background_kw, tick_minutes
+    )
     return pack_state(tick, minute, node, out[0], out[1], out[2], out[3], out[4],
                       out[5], out[6], out[7] > 0, out[8], background, capacity_kw,
                       limit_kw, tick_minutes)  # fmt: skip
@@ -138,3 +161,60 @@ def seeded_state(seed: int, lam, node_cdf, critical_scale: float, background_kw,
 def new_state(seed: int, sc: Scenario, config: SimConfig) -> tuple:
     """Episode ``seed``'s first packed state, drawn and packed in one call."""
     return seeded_state(seed, *start_numbers(sc, config))
+
+
+# --- A batch's episodes, started in place ----------------------------------------
+EV_BLOCKS = (0, 1, 2)  # a packed state's blocks sized by its EVs (rows x EVs)
+
+
+def start_blocks(sc: Scenario, config: SimConfig) -> tuple:
+    """``start_numbers`` as blocks, for a handle (``jit.handle``): the rates, the
+    nodes' shares, the background, the capacity, the limits, then (critical scale,
+    tick minutes)."""
+    lam, cdf, critical, background, capacity, limit, minutes = start_numbers(sc, config)
+    return (lam, cdf, background, capacity, limit,
+            np.array([critical, minutes], dtype=float))  # fmt: skip
+
+
+def room_state(sc: Scenario, config: SimConfig, room: int) -> tuple:
+    """A packed state's blocks with room for ``room`` EVs, unfilled: a batch's
+    env (``renew_state`` starts its episodes in them)."""
+    tables = scenario_tables(sc, config)
+    return empty_state(room, len(tables.limit_kw), tables.capacity_kw.shape[1],
+                       sc.n_ticks)  # fmt: skip
+
+
+def expected_evs(sc: Scenario, config: SimConfig) -> float:
+    """The mean number of EVs an episode of the scenario draws."""
+    return float(start_numbers(sc, config)[0].sum())
+
+
+@kernel
+def renew_state(records, i: int, seed: int, start) -> int:  # noqa: ANN001
+    """Record ``i`` of a batch's handles (``jit.room_handle``) becomes episode
+    ``seed``'s first state, in place, from its scenario's ``start_blocks`` handle.
+    0, or, where its blocks have no room for the episode's EVs, how many EVs it
+    draws (nothing is written; the caller makes room and asks again)."""
+    lam, cdf, numbers = f8_1(start, 0), f8_1(start, 1), f8_1(start, 5)
+    background_kw, capacity_kw, limit_kw = (
+        f8_2(start, 2),
+        f8_2(start, 3),
+        f8_1(start, 4),
+    )
+    minutes = int(numbers[1])
+    tick, minute, node, out, background = draw_episode(
+        seed, lam, cdf, numbers[0], background_kw, minutes
+    )
+    n = tick.size
+    for k in EV_BLOCKS:
+        if not has_room(records, i, k, n):
+            return max(n, 1)
+    for k in EV_BLOCKS:
+        resize(records, i, k, n)
+    h = records[i]
+    blocks = (f8_2(h, 0), i8_2(h, 1), b1_2(h, 2), i8_3(h, 3), i8_1(h, 4), f8_2(h, 5),
+              f8_2(h, 6), b1_1(h, 7), f8_3(h, 8), i8_1(h, 9), f8_1(h, 10))  # fmt: skip
+    pack_into(blocks, tick, minute, node, out[0], out[1], out[2], out[3], out[4],
+              out[5], out[6], out[7] > 0, out[8], background, capacity_kw, limit_kw,
+              minutes)  # fmt: skip
+    return 0

@@ -203,11 +203,51 @@ def handle(blocks: tuple) -> np.ndarray | tuple:
     return out
 
 
-def handles(records: list[tuple]) -> np.ndarray | list:
-    """Many records' handles, one row each (a batch's), or the list as Python."""
+def handles(records: list[tuple], grown: tuple[int, ...] = ()) -> np.ndarray | list:
+    """Many records' handles, one row each (a batch's), or the list as Python;
+    ``grown``: their blocks with room to grow (``room_handle``)."""
     if not COMPILED:
         return records
-    return np.stack([handle(r) for r in records]) if records else np.zeros((0, 0))
+    if not records:
+        return np.zeros((0, 0), dtype=np.int64)
+    return np.stack([room_handle(r, grown) if grown else handle(r) for r in records])
+
+
+# --- Room to grow: a batch's records reused episode after episode -----------------
+# A batch keeps each env's blocks from one episode to the next (its kernels start the
+# next episode in place). The blocks sized by the episode's EVs (rows x EVs) are
+# allocated with room for more, and their handle records the room in the block's
+# last slot; ``resize`` then sets how many columns the block holds (its first
+# rows x n elements, C-contiguous). As Python, ``resize`` gives the record a new
+# block of the size asked (the batch's records are then the tuples themselves).
+ROOM = SLOT - 1  # the slot of a 2-D block's room [elements]
+
+
+def room_handle(blocks: tuple, grown: tuple[int, ...]) -> np.ndarray | tuple:
+    """``handle(blocks)`` whose 2-D blocks ``grown`` hold no column yet and record
+    their size as their room (``resize``). As Python, the blocks themselves."""
+    h = handle(blocks)
+    if COMPILED:
+        for k in grown:
+            if blocks[k].ndim != 2:
+                raise ValueError(f"block {k} is not 2-D")
+            h[SLOT * k + 2], h[SLOT * k + ROOM] = 0, blocks[k].size
+    return h
+
+
+def has_room(records, i: int, k: int, n: int) -> bool:  # noqa: ANN001
+    """Whether 2-D block ``k`` of record ``i`` (a batch's ``room_handle`` rows) has
+    room for ``n`` columns. As Python there is always room (``resize`` allocates)."""
+    return True
+
+
+def resize(records, i: int, k: int, n: int) -> None:  # noqa: ANN001
+    """2-D block ``k`` of record ``i`` holds ``n`` columns from now on (check
+    ``has_room`` first): compiled, the first rows x n elements of its room; as Python,
+    a new block, unfilled, in a new tuple at ``records[i]``."""
+    rec = records[i]
+    block = np.empty((rec[k].shape[0], n), dtype=rec[k].dtype)
+    records[i] = (*rec[:k], block, *rec[k + 1 :])
 
 
 def _block_view(dtype: str, ndim: int) -> Callable:
@@ -327,6 +367,27 @@ if numba is not None:
     for _fn in (f8_1, f8_2, f8_3, i8_1, i8_2, i8_3, b1_1, b1_2, b1_5):
         _dtype, _ndim = _fn.__name__.split("_")
         _register_block(_fn, _dtype, int(_ndim))
+
+    def _records(records) -> bool:  # noqa: ANN001
+        return isinstance(records, types.Array) and records.ndim == 2
+
+    @overload(has_room)
+    def _has_room(records, i, k, n):  # noqa: ANN001, ANN202
+        if not _records(records):
+            return None
+        return lambda records, i, k, n: (
+            records[i, SLOT * k + 1] * n <= records[i, SLOT * k + ROOM]
+        )
+
+    @overload(resize)
+    def _resize(records, i, k, n):  # noqa: ANN001, ANN202
+        if not _records(records):
+            return None
+
+        def impl(records, i, k, n):  # noqa: ANN001, ANN202
+            records[i, SLOT * k + 2] = n
+
+        return impl
 
     @intrinsic
     def _address(typingctx, arr):  # noqa: ANN001, ANN202, ARG001

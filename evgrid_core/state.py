@@ -51,6 +51,7 @@ assert REWARD_KEYS[P_TRANSFORMER] == "transformer_overload" and len(REWARD_KEYS)
 # I_HI on have not asked yet; those before I_LO have left (served or not).
 # ``EpisodeState.floats``: the KPIs' sums
 F_ENERGY, F_RENEWABLE, F_COST, F_SHED_KWH, F_PEAK_UTIL, F_UNMET = range(6)
+N_INTS, N_FLOATS = I_HI + 1, F_UNMET + 1
 
 # ``Rules.numbers``: the config's numbers
 (R_TICK_MINUTES, R_DT_H, R_SOFT_LIMIT, R_EFFICIENCY, R_TAPER_FLOOR, R_MAX_DEFERS,
@@ -294,11 +295,41 @@ def pack_state(tick, minute, node, battery_kwh, soc, target, max_ac_kw, max_dc_k
     """``make_state``'s packed state from the EVs' arrays (``fleet.Arrivals``'
     fields), the feeders' background and capacity (T, F) and the stations'
     limits (S,) [kW]: every EV waiting for its first request, tick 0."""
-    n, S = tick.size, limit_kw.size
     T, F = background_kw.shape
-    ev_f = np.zeros((len(EV_FLOATS), n))
-    ev_i = np.zeros((len(EV_INTS), n), dtype=np.int64)
-    ev_b = np.zeros((len(EV_BOOLS), n), dtype=np.bool_)
+    blocks = empty_state(tick.size, limit_kw.size, F, T)
+    pack_into(blocks, tick, minute, node, battery_kwh, soc, target, max_ac_kw,
+              max_dc_kw, km_per_kwh, patience_min, critical, deadline_min,
+              background_kw, capacity_kw, limit_kw, tick_minutes)  # fmt: skip
+    return blocks
+
+
+@kernel(inline=True)
+def empty_state(n: int, n_stations: int, n_feeders: int, n_ticks: int) -> tuple:
+    """The blocks of a packed state for ``n`` EVs, unfilled (``pack_into`` fills)."""
+    S, F, T = n_stations, n_feeders, n_ticks
+    return (
+        np.empty((len(EV_FLOATS), n)), np.empty((len(EV_INTS), n), dtype=np.int64),
+        np.empty((len(EV_BOOLS), n), dtype=np.bool_),
+        np.empty((3, S, N_KINDS), dtype=np.int64),  # busy, queue_len, inbound
+        np.empty(S, dtype=np.int64),  # shift_until
+        np.empty((len(STATION_FLOATS), S)), np.empty((len(FEEDER_FLOATS), F)),
+        np.empty(F, dtype=np.bool_),  # above_soft
+        np.empty((len(TICK_FEEDER), T, F)), np.empty(N_INTS, dtype=np.int64),
+        np.empty(N_FLOATS),
+    )  # fmt: skip
+
+
+@kernel(inline=True)
+def pack_into(blocks, tick, minute, node, battery_kwh, soc, target, max_ac_kw,
+              max_dc_kw, km_per_kwh, patience_min, critical, deadline_min,
+              background_kw, capacity_kw, limit_kw, tick_minutes: int) -> None:  # fmt: skip  # noqa: ANN001, PLR0913
+    """``pack_state`` into ``blocks`` (``empty_state``'s, for ``tick.size`` EVs, or
+    views of the same shapes): every number of the state written."""
+    n, T, F = tick.size, background_kw.shape[0], background_kw.shape[1]
+    ev_f, ev_i, ev_b, tf = blocks[0], blocks[1], blocks[2], blocks[8]
+    ev_f[:] = 0.0
+    ev_i[:] = 0
+    ev_b[:] = False
     for e in range(n):
         ev_f[_BATTERY, e], ev_f[_KM, e] = battery_kwh[e], km_per_kwh[e]
         ev_f[_TARGET, e], ev_f[_SOC, e] = target[e], soc[e]
@@ -317,22 +348,18 @@ def pack_state(tick, minute, node, battery_kwh, soc, target, max_ac_kw, max_dc_k
         for r in _UNSET_ROWS:
             ev_i[r, e] = -1
         ev_b[0, e] = critical[e]
-    stations = np.zeros((len(STATION_FLOATS), S))
+    blocks[3][:] = 0
+    blocks[4][:] = 0
+    stations = blocks[5]
+    stations[:] = 0.0
     stations[0] = limit_kw  # shift_cap_kw
     stations[2] = 1.0  # station_factor
-    tf = np.zeros((len(TICK_FEEDER), T, F))
+    blocks[6][:] = 0.0
+    blocks[7][:] = False
+    tf[:] = 0.0
     for t in range(T):
         for f in range(F):
             tf[0, t, f], tf[1, t, f] = background_kw[t, f], capacity_kw[t, f]
             tf[2, t, f] = capacity_kw[t, f] - background_kw[t, f]
-    return (
-        ev_f, ev_i, ev_b,
-        np.zeros((3, S, N_KINDS), dtype=np.int64),  # busy, queue_len, inbound
-        np.zeros(S, dtype=np.int64),  # shift_until
-        stations,
-        np.zeros((len(FEEDER_FLOATS), F)),
-        np.zeros(F, dtype=np.bool_),  # above_soft
-        tf,
-        np.zeros(17, dtype=np.int64),
-        np.zeros(6),
-    )  # fmt: skip
+    blocks[9][:] = 0
+    blocks[10][:] = 0.0

@@ -19,6 +19,7 @@ from gymnasium.utils.env_checker import data_equivalence  # noqa: E402
 
 from evgrid_core import EVGridEnv, SimConfig  # noqa: E402
 from evgrid_core.batch import Batch  # noqa: E402
+from evgrid_core.jit import COMPILED  # noqa: E402
 from evgrid_gym import EVGridGymEnv, decode_action  # noqa: E402
 from evgrid_gym.vector import EVGridVectorEnv  # noqa: E402
 
@@ -152,6 +153,29 @@ def test_same_seed_same_batch_and_threads_change_nothing() -> None:
     assert data_equivalence(a, b) and data_equivalence(a, c)
 
 
+def test_an_episode_larger_than_its_room_is_played_alike() -> None:
+    """With no room beyond the mean EVs, about half the episodes draw more: their
+    env is given a bigger room and the same episode starts again, unchanged."""
+
+    def run(room: float) -> tuple[list, list, tuple[int, int]]:
+        b = Batch(4, ["evening_peak", "festival_surge"], seed=3, room=room)
+        first = b.state_bytes()
+        rng = np.random.default_rng(5)
+        out, ends = [], []
+        for _ in range(700):
+            obs, rew, done, mask = b.step((rng.random(b.mask.shape) * b.mask).argmax(1))
+            out.append((obs.copy(), rew.copy(), done.copy(), mask.copy()))
+            ends += b.finished
+        return out, ends, (first, b.state_bytes())
+
+    tight, tight_ends, (first, last) = run(0.0)
+    roomy, roomy_ends, _ = run(6.0)
+    assert len(tight_ends) >= 6 and tight_ends == roomy_ends
+    assert data_equivalence(tight, roomy)
+    if COMPILED:  # the tight rooms grew after the first episodes (as Python, every
+        assert last > first  # episode has blocks of its own size)
+
+
 def test_seeds_stay_below_the_limit() -> None:
     b = Batch(3, "evening_peak", seed=8, seed_limit=10)
     assert [b.seed_of(i, k) for k in range(3) for i in range(3)] == [8, 9, 0, 1, 2, 3,
@@ -180,6 +204,8 @@ def test_bad_input_is_refused_with_a_message() -> None:
         b.reset(seed=2**62)
     with pytest.raises(ValueError, match="non-negative"):
         b.reset(seed=-1)
+    with pytest.raises(ValueError, match="room"):
+        Batch(2, room=-1.0)
     venv = EVGridVectorEnv(2)
     with pytest.raises(ValueError, match="no options"):
         venv.reset(seed=1, options={"scenario": "heatwave"})
