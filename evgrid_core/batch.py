@@ -41,7 +41,21 @@ from .config import SimConfig
 from .decide import strand
 from .episode import EV_BLOCKS, expected_evs, renew_state, room_state, start_blocks
 from .features import N_ACTIONS, OBS_SIZE, decode_index, encode_into, shift_numbers
-from .jit import f8_1, handles, i8_1, kernel, prange, room_handle, threads
+from .jit import (
+    b1_1,
+    b1_2,
+    f4_2,
+    f8_1,
+    f8_2,
+    handle,
+    handles,
+    i8_1,
+    i8_2,
+    kernel,
+    prange,
+    room_handle,
+    threads,
+)  # fmt: skip
 from .judge import A_DEFER, A_LOAD_SHIFT, A_ROUTE, OK, try_action
 from .scenarios import DEFAULT_SCENARIO, get_scenario
 from .state import (
@@ -164,39 +178,44 @@ def play_env(states, rules_list, rule_of, starts, seeding, i: int, step: bool,
         fresh = True
 
 
+@kernel(inline=True)
+def play_env_io(states, rules_list, rule_of, starts, i: int, step: bool, actions, io,
+                parts, scratch) -> None:  # fmt: skip  # noqa: ANN001, PLR0913
+    """``play_env`` with the batch's arrays from their handle ``io`` (``Batch._io``:
+    one argument for twelve; a compiled call checks each argument it is handed)."""
+    play_env(states, rules_list, rule_of, starts, i8_1(io, 11), i, step, actions,
+             f8_1(io, 0), b1_1(io, 1), f4_2(io, 2), b1_2(io, 3), i8_2(io, 4),
+             i8_1(io, 5), f8_1(io, 6), i8_1(io, 7), i8_2(io, 8), f8_2(io, 9),
+             i8_1(io, 10), parts, scratch)  # fmt: skip
+
+
 @kernel
-def play_envs(states, rules_list, rule_of, starts, seeding, which, step: bool, actions,
-              reward, done, obs, mask, counts, ticks, returns, episode, ended_i, ended_f,
-              need) -> None:  # fmt: skip  # noqa: ANN001, PLR0913
+def play_envs(states, rules_list, rule_of, starts, which, step: bool, actions,
+              io) -> None:  # fmt: skip  # noqa: ANN001
     """``play_env`` for each env of ``which``, in one thread (the rules inlined)."""
     parts = np.zeros(N_PARTS)
-    scratch = np.zeros((2, obs.shape[1]))
+    scratch = np.zeros((2, OBS_SIZE))
     for i in which:
-        play_env(states, rules_list, rule_of, starts, seeding, i, step, actions, reward,
-                 done, obs, mask, counts, ticks, returns, episode, ended_i, ended_f,
-                 need, parts, scratch)  # fmt: skip
+        play_env_io(states, rules_list, rule_of, starts, i, step, actions, io, parts,
+                    scratch)  # fmt: skip
 
 
 @kernel
-def _play_env_alone(states, rules_list, rule_of, starts, seeding, i: int, step: bool,
-                    actions, reward, done, obs, mask, counts, ticks, returns, episode,
-                    ended_i, ended_f, need) -> None:  # fmt: skip  # noqa: ANN001, PLR0913
+def _play_env_alone(states, rules_list, rule_of, starts, i: int, step: bool, actions,
+                    io) -> None:  # fmt: skip  # noqa: ANN001
     """``play_env`` behind a call: the parallel loop's body (see ``jit.kernel``)."""
-    play_env(states, rules_list, rule_of, starts, seeding, i, step, actions, reward,
-             done, obs, mask, counts, ticks, returns, episode, ended_i, ended_f, need,
-             np.zeros(N_PARTS), np.zeros((2, obs.shape[1])))  # fmt: skip
+    play_env_io(states, rules_list, rule_of, starts, i, step, actions, io,
+                np.zeros(N_PARTS), np.zeros((2, OBS_SIZE)))  # fmt: skip
 
 
 @kernel(parallel=True)
-def play_envs_parallel(states, rules_list, rule_of, starts, seeding, which, step: bool,
-                       actions, reward, done, obs, mask, counts, ticks, returns,
-                       episode, ended_i, ended_f, need) -> None:  # fmt: skip  # noqa: ANN001, PLR0913
+def play_envs_parallel(states, rules_list, rule_of, starts, which, step: bool, actions,
+                       io) -> None:  # fmt: skip  # noqa: ANN001
     """``play_env`` for each env of ``which``, on numba's threads (``jit.threads``):
     each env is written by one thread only, so the result is the serial one."""
     for j in prange(which.size):
-        _play_env_alone(states, rules_list, rule_of, starts, seeding, which[j], step,
-                        actions, reward, done, obs, mask, counts, ticks, returns,
-                        episode, ended_i, ended_f, need)  # fmt: skip
+        _play_env_alone(states, rules_list, rule_of, starts, which[j], step, actions,
+                        io)  # fmt: skip
 
 
 class Batch:
@@ -286,6 +305,9 @@ class Batch:
         self._states = [self._room_state(i, self._room[self.rule_of[i]])
                         for i in range(self.n)]  # fmt: skip
         self._heads = handles(self._states, EV_BLOCKS)  # row i: ``_states[i]``'s
+        self._io = handle((self.reward, self.done, self.obs, self.mask, self.counts,
+                           self.ticks, self.returns, self.episode, self._ended_i,
+                           self._ended_f, self._need, self._seeding))  # fmt: skip
         self._run(self._all, False, self._no_actions)
         self._make_room()
         return self.obs, self.mask
@@ -325,10 +347,8 @@ class Batch:
         if self.threads > 1 and which.size > 1:
             threads(self.threads)
             run = play_envs_parallel
-        run(self._heads, self._rules_h, self.rule_of, self._starts_h, self._seeding,
-            which, step, actions, self.reward, self.done, self.obs, self.mask,
-            self.counts, self.ticks, self.returns, self.episode, self._ended_i,
-            self._ended_f, self._need)  # fmt: skip
+        run(self._heads, self._rules_h, self.rule_of, self._starts_h, which, step,
+            actions, self._io)  # fmt: skip
 
     def _summary(self, i: int) -> dict[str, Any]:
         """Env ``i``'s episode that the last step ended (``play_env`` kept it)."""

@@ -263,6 +263,7 @@ def _block_view(dtype: str, ndim: int) -> Callable:
 f8_1, f8_2, f8_3 = (_block_view("f8", d) for d in (1, 2, 3))
 i8_1, i8_2, i8_3 = (_block_view("i8", d) for d in (1, 2, 3))
 b1_1, b1_2, b1_5 = (_block_view("b1", d) for d in (1, 2, 5))
+f4_2 = _block_view("f4", 2)  # a batch's observations
 
 
 # --- Views without reference counts ------------------------------------------------
@@ -338,6 +339,7 @@ if numba is not None:
         return at_address
 
     _POINTERS = {"f8": _pointer(types.float64), "i8": _pointer(types.int64),
+                 "f4": _pointer(types.float32),
                  "b1": _pointer(types.boolean)}  # fmt: skip
 
     def _register_block(fn, dtype: str, ndim: int) -> None:  # noqa: ANN001
@@ -364,7 +366,7 @@ if numba is not None:
                  h[SLOT * k + 5]),
             )  # fmt: skip
 
-    for _fn in (f8_1, f8_2, f8_3, i8_1, i8_2, i8_3, b1_1, b1_2, b1_5):
+    for _fn in (f8_1, f8_2, f8_3, i8_1, i8_2, i8_3, b1_1, b1_2, b1_5, f4_2):
         _dtype, _ndim = _fn.__name__.split("_")
         _register_block(_fn, _dtype, int(_ndim))
 
