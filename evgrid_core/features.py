@@ -112,10 +112,11 @@ def encode_into(st, rules, done: bool, v, mask, scratch, forecast_given: bool) -
         _put(v, 15, (st.deadline_minute[ev] - now) / 60 if crit else 0.0)
         _put(v, 16, (st.patience_minute[ev] - now) / 120)
     o, K = 17, N_KINDS
+    travel = rules.travel_min[t, st.node[ev] if request else 0]  # (S,) [min]
     for s in range(N_STATIONS):
         shifted = st.shift_until[s] > tick
         if request:
-            _put(v, o, rules.travel_min[t, st.node[ev], s] / 90)
+            _put(v, o, travel[s] / 90)
         for k in range(K):
             _put(v, o + 1 + k, (rules.plugs[s, k] - st.busy[s, k]) / 16)
             _put(v, o + 1 + K + k, st.queue_len[s, k] / 10)
@@ -124,7 +125,8 @@ def encode_into(st, rules, done: bool, v, mask, scratch, forecast_given: bool) -
         _put(v, o + 3 + 2 * K, st.grid_util[rules.feeder_of[s]])
         if request and shifts_left > 0 and not shifted:
             first = N_ROUTE + N_DEFER + s * SHIFTS_PER_STATION
-            mask[first : first + SHIFTS_PER_STATION] = True
+            for j in range(first, first + SHIFTS_PER_STATION):
+                mask[j] = True
         o += PER_STATION
     asked, forecast = scratch[0], scratch[1]
     if not forecast_given:
