@@ -16,9 +16,9 @@ trainer keeps below its held-out seeds) and scenario ``scenarios[i % len]``:
 reproducible whatever the order they end in. The next episode starts inside the
 same kernel call (``episode.renew_state``: its streams spawned, its EVs drawn and
 packed into the env's blocks, reused from one episode to the next). ``threads`` > 1
-steps the envs on numba's threads (``step_envs_parallel``, a ``prange`` over the
-envs: each env, its resets too, is played by one thread, so the results are the
-one-thread ones; ``evgrid bench`` measures both).
+steps the envs on numba's threads (``play_envs_parallel``: a ``prange`` over runs of
+envs, one run a thread; each env, its resets too, is played by one thread, so the
+results are the one-thread ones; ``evgrid bench`` measures both).
 
 The kernels are handed each state's handle (``jit.room_handle``: its blocks'
 addresses in one int64 row, with room for more EVs than the episode has), not the
@@ -192,7 +192,8 @@ def play_env_io(states, rules_list, rule_of, starts, i: int, step: bool, actions
 @kernel
 def play_envs(states, rules_list, rule_of, starts, which, step: bool, actions,
               io) -> None:  # fmt: skip  # noqa: ANN001
-    """``play_env`` for each env of ``which``, in one thread (the rules inlined)."""
+    """``play_env`` for each env of ``which``, in one thread (the rules inlined), with
+    one set of work arrays."""
     parts = np.zeros(N_PARTS)
     scratch = np.zeros((2, OBS_SIZE))
     for i in which:
@@ -200,22 +201,16 @@ def play_envs(states, rules_list, rule_of, starts, which, step: bool, actions,
                     scratch)  # fmt: skip
 
 
-@kernel
-def _play_env_alone(states, rules_list, rule_of, starts, i: int, step: bool, actions,
-                    io) -> None:  # fmt: skip  # noqa: ANN001
-    """``play_env`` behind a call: the parallel loop's body (see ``jit.kernel``)."""
-    play_env_io(states, rules_list, rule_of, starts, i, step, actions, io,
-                np.zeros(N_PARTS), np.zeros((2, OBS_SIZE)))  # fmt: skip
-
-
 @kernel(parallel=True)
 def play_envs_parallel(states, rules_list, rule_of, starts, which, step: bool, actions,
-                       io) -> None:  # fmt: skip  # noqa: ANN001
-    """``play_env`` for each env of ``which``, on numba's threads (``jit.threads``):
-    each env is written by one thread only, so the result is the serial one."""
-    for j in prange(which.size):
-        _play_env_alone(states, rules_list, rule_of, starts, which[j], step, actions,
-                        io)  # fmt: skip
+                       io, chunks: int) -> None:  # fmt: skip  # noqa: ANN001
+    """``which`` cut into ``chunks`` runs of envs, each played by ``play_envs`` on one
+    of numba's threads (``jit.threads``): each env is written by one thread only, so
+    the result is the serial one."""
+    n = which.size
+    for c in prange(chunks):
+        play_envs(states, rules_list, rule_of, starts,
+                  which[c * n // chunks : (c + 1) * n // chunks], step, actions, io)  # fmt: skip
 
 
 class Batch:
@@ -343,12 +338,13 @@ class Batch:
         return self.obs, self.reward, self.done, self.mask
 
     def _run(self, which: np.ndarray, step: bool, actions: np.ndarray) -> None:
-        run = play_envs
         if self.threads > 1 and which.size > 1:
-            threads(self.threads)
-            run = play_envs_parallel
-        run(self._heads, self._rules_h, self.rule_of, self._starts_h, which, step,
-            actions, self._io)  # fmt: skip
+            chunks = threads(min(self.threads, which.size))
+            play_envs_parallel(self._heads, self._rules_h, self.rule_of,
+                               self._starts_h, which, step, actions, self._io, chunks)  # fmt: skip
+        else:
+            play_envs(self._heads, self._rules_h, self.rule_of, self._starts_h, which,
+                      step, actions, self._io)  # fmt: skip
 
     def _summary(self, i: int) -> dict[str, Any]:
         """Env ``i``'s episode that the last step ended (``play_env`` kept it)."""
