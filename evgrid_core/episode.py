@@ -7,7 +7,7 @@ default generator, run as kernels by ``pcg.py``). ``EVGridEnv.reset`` draws them
 hands them to ``World``. ``seeded_state`` makes the same episode's packed state from
 its seed in one compiled call, for the batch of episodes (``batch.py``), where an
 episode starts every few dozen decisions: the same streams, the same kernels
-(``fleet.draw_evs``, ``fleet.draw_attributes``, ``state.pack_state``), so the same
+(``fleet.draw_fleet``, ``state.pack_state``), so the same
 floats (``tests/core/test_core_episode_start.py`` compares both ways on many seeds).
 """
 
@@ -19,17 +19,12 @@ import numpy as np
 
 from .config import SimConfig
 from .fleet import (
-    BATTERIES,
-    CLASS_CDF,
-    CLASS_TABLE,
-    N_DRAWN,
     ORIGIN_WEIGHT,
     Arrivals,
     arrival_rates,
     cdf_of,
     draw_arrivals,
-    draw_attributes,
-    draw_evs,
+    draw_fleet,
 )  # fmt: skip
 from .jit import (
     b1_1,
@@ -134,14 +129,13 @@ def start_numbers(sc: Scenario, config: SimConfig) -> tuple:
 def draw_episode(seed: int, lam, node_cdf, critical_scale: float, background_kw,
                  tick_minutes: int) -> tuple:  # fmt: skip  # noqa: ANN001
     """Episode ``seed``'s draws (below 2**63): its EVs' ticks, minutes, nodes and
-    attributes (``fleet.draw_attributes``' rows) and its feeders' background."""
+    attributes (``fleet.draw_fleet``'s rows) and its feeders' background."""
     entropy = np.array([seed, STREAMS_TAG], dtype=np.int64)
     arrivals_rng, noise_rng = stream(entropy, 0), stream(entropy, 1)
-    tick, klass, node, u = draw_evs(arrivals_rng, lam, CLASS_CDF, node_cdf)
-    out = np.empty((N_DRAWN, tick.size))
-    draw_attributes(klass, u, CLASS_TABLE, BATTERIES, critical_scale, out)
+    tick, minute, _, node, out = draw_fleet(
+        arrivals_rng, lam, node_cdf, critical_scale, tick_minutes
+    )
     background = background_kw * feeder_noise(noise_rng, background_kw.shape[1])
-    minute = (tick * tick_minutes).astype(np.float64)
     return tick, minute, node, out, background
 
 

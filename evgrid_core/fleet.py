@@ -158,12 +158,12 @@ def draw_arrivals(
     """Draw one episode's arrivals from the stream ``rng`` (``pcg.stream``): Poisson
     per tick, attributes per EV."""
     lam = arrival_rates(start_minute, n_ticks, tick_minutes, arrival_scale)
-    tick, klass, node, u = draw_evs(rng, lam, CLASS_CDF, cdf_of(node_weights))
-    out = np.empty((N_DRAWN, len(tick)))
-    draw_attributes(klass, u, CLASS_TABLE, BATTERIES, critical_scale, out)
+    tick, minute, klass, node, out = draw_fleet(
+        rng, lam, cdf_of(node_weights), critical_scale, tick_minutes
+    )
     return Arrivals(
         tick=tick,
-        minute=(tick * tick_minutes).astype(float),  # due at the start of their tick
+        minute=minute,
         klass=klass,
         node=node,
         battery_kwh=out[0],
@@ -248,6 +248,17 @@ for _k, _c in enumerate(EV_CLASSES):
 N_DRAWN = (
     9  # battery, soc, target, max AC, max DC, km/kWh, patience, critical, deadline
 )
+
+
+@kernel
+def draw_fleet(rng, lam, node_cdf, critical_scale: float, tick_minutes: int) -> tuple:  # noqa: ANN001
+    """One episode's EVs from the arrivals' stream ``rng`` (``draw_evs``, then
+    ``draw_attributes``): (tick, request minute, class, node, attributes (N_DRAWN, n)).
+    An EV is due at the start of its tick."""
+    tick, klass, node, u = draw_evs(rng, lam, CLASS_CDF, node_cdf)
+    out = np.empty((N_DRAWN, tick.size))
+    draw_attributes(klass, u, CLASS_TABLE, BATTERIES, critical_scale, out)
+    return tick, (tick * tick_minutes).astype(np.float64), klass, node, out
 
 
 @kernel

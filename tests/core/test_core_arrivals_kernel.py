@@ -1,17 +1,17 @@
 """The arrivals' attributes drawn by a kernel are numpy's, to the bit.
 
-``fleet.draw_attributes`` turns each EV's class and six uniform draws into its
-battery, charge, target, patience and deadline. It replaced a per-class numpy
-expression (kept here as the reference): the same floats on every seed, in every
-scenario's scales, or every episode would change.
+``fleet.draw_attributes`` (inside ``fleet.draw_fleet``) turns each EV's class and
+six uniform draws into its battery, charge, target, patience and deadline. It
+replaced a per-class numpy expression (kept here as the reference): the same floats
+on every seed, in every scenario's scales, or every episode would change.
 """
 
 import numpy as np
 import pytest
 
 from evgrid_core.config import SimConfig
-from evgrid_core.episode import episode_inputs
-from evgrid_core.fleet import EV_CLASSES, Arrivals
+from evgrid_core.episode import episode_inputs, episode_streams, start_numbers
+from evgrid_core.fleet import CLASS_CDF, EV_CLASSES, Arrivals, draw_evs
 from evgrid_core.scenarios import SCENARIOS, get_scenario
 
 
@@ -48,26 +48,17 @@ def numpy_attributes(klass: np.ndarray, u: np.ndarray, critical_scale: float) ->
 
 
 @pytest.mark.parametrize("scenario", sorted(SCENARIOS))
-def test_drawn_attributes_equal_numpys_on_many_seeds(
-    scenario: str, monkeypatch
-) -> None:  # noqa: ANN001
-    import evgrid_core.fleet as fleet
-
+def test_drawn_attributes_equal_numpys_on_many_seeds(scenario: str) -> None:
+    """Each EV's class and uniforms, drawn again from the episode's arrivals' stream
+    (``fleet.draw_evs``), give through the numpy reference the attributes that
+    ``episode_inputs`` drew (``fleet.draw_fleet``, compiled)."""
     sc, config = get_scenario(scenario), SimConfig()
-    seen: list[tuple] = []
-    real = fleet.draw_attributes
-
-    def spy(klass, u, table, batteries, scale, out):  # noqa: ANN001, ANN202
-        real(klass, u, table, batteries, scale, out)
-        seen.append((klass.copy(), u.copy(), scale))
-
-    monkeypatch.setattr(fleet, "draw_attributes", spy)
+    lam, node_cdf, *_ = start_numbers(sc, config)
     for seed in range(0, 2000, 40):
-        seen.clear()
         a: Arrivals = episode_inputs(seed, sc, config)[0]  # type: ignore[assignment]
-        klass, u, scale = seen[0]
-        assert scale == sc.critical_scale
-        for name, expected in numpy_attributes(klass, u, scale).items():
+        _, klass, _, u = draw_evs(episode_streams(seed)[0], lam, CLASS_CDF, node_cdf)
+        assert np.array_equal(klass, a.klass)
+        for name, expected in numpy_attributes(klass, u, sc.critical_scale).items():
             got = getattr(a, name)
             assert got.dtype == expected.dtype, name
             assert np.array_equal(got, expected), (scenario, seed, name)
