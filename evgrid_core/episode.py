@@ -4,10 +4,10 @@ Every episode starts from ``episode_inputs``: the arrivals, drawn from their own
 stream (``fleet.draw_arrivals``), and the feeders' background noise, from another,
 both spawned from the seed (``SeedSequence([seed, 0xE76]).spawn(2)``, numpy's
 default generator, run as kernels by ``pcg.py``). ``EVGridEnv.reset`` draws them and
-hands them to ``World``. ``seeded_state`` makes the same episode's packed state from
-its seed in one compiled call, for the batch of episodes (``batch.py``), where an
+hands them to ``World``. ``renew_state`` makes the same episode's packed state from
+its seed in one compiled call, in place in a batch's env (``batch.py``), where an
 episode starts every few dozen decisions: the same streams, the same kernels
-(``fleet.draw_fleet``, ``state.pack_state``), so the same
+(``fleet.draw_fleet``, ``state.pack_into``), so the same
 floats (``tests/core/test_core_episode_start.py`` compares both ways on many seeds).
 """
 
@@ -41,7 +41,7 @@ from .jit import (
 )
 from .pcg import normal, stream
 from .scenarios import Scenario
-from .state import empty_state, pack_into, pack_state
+from .state import empty_state, pack_into
 from .tables import scenario_tables
 
 BACKGROUND_NOISE_SD = 0.02  # each feeder's background, times N(1, 0.02) an episode [A]
@@ -110,7 +110,7 @@ def node_weights(nodes: tuple[str, ...], sc: Scenario) -> np.ndarray:
 
 @lru_cache(maxsize=64)
 def start_numbers(sc: Scenario, config: SimConfig) -> tuple:
-    """A scenario's numbers that ``seeded_state`` reads, once per process."""
+    """A scenario's numbers that an episode's start reads, once per process."""
     tables = scenario_tables(sc, config)
     return (
         arrival_rates(
@@ -137,24 +137,6 @@ def draw_episode(seed: int, lam, node_cdf, critical_scale: float, background_kw,
     )
     background = background_kw * feeder_noise(noise_rng, background_kw.shape[1])
     return tick, minute, node, out, background
-
-
-@kernel
-def seeded_state(seed: int, lam, node_cdf, critical_scale: float, background_kw,
-                 capacity_kw, limit_kw, tick_minutes: int) -> tuple:  # fmt: skip  # noqa: ANN001, PLR0913
-    """The packed first state of episode ``seed`` (below 2**63; see the module's
-    docstring): what ``World`` starts from after ``episode_inputs``."""
-    tick, minute, node, out, background = draw_episode(
-        seed, lam, node_cdf, critical_scale, background_kw, tick_minutes
-    )
-    return pack_state(tick, minute, node, out[0], out[1], out[2], out[3], out[4],
-                      out[5], out[6], out[7] > 0, out[8], background, capacity_kw,
-                      limit_kw, tick_minutes)  # fmt: skip
-
-
-def new_state(seed: int, sc: Scenario, config: SimConfig) -> tuple:
-    """Episode ``seed``'s first packed state, drawn and packed in one call."""
-    return seeded_state(seed, *start_numbers(sc, config))
 
 
 # --- A batch's episodes, started in place ----------------------------------------

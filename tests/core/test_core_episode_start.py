@@ -1,7 +1,8 @@
 """An episode's start drawn and packed in one compiled call is ``EVGridEnv``'s, to the bit.
 
-``episode.seeded_state`` (the batch's resets) spawns the streams, draws the arrivals
-and the feeders' noise and packs the state inside one kernel. ``EVGridEnv.reset``
+``episode.renew_state`` (the batch's resets) spawns the streams, draws the arrivals
+and the feeders' noise and packs the state, in place in an env's blocks, inside one
+kernel. ``EVGridEnv.reset``
 spawns them from Python (``episode_streams``), draws them through ``World``'s path and
 packs them through ``state.make_state``. Both must give the same packed state on
 every seed of every scenario, and the kernels' draws must be numpy's own.
@@ -13,13 +14,16 @@ import pytest
 from evgrid_core.config import SimConfig
 from evgrid_core.episode import (
     BACKGROUND_NOISE_SD,
+    EV_BLOCKS,
     episode_inputs,
     episode_streams,
     feeder_noise,
-    new_state,
-    start_numbers,
+    renew_state,
+    room_state,
+    start_blocks,
 )
 from evgrid_core.fleet import CLASS_CDF, EV_CLASSES, draw_evs
+from evgrid_core.jit import COMPILED, SLOT, handle, handles
 from evgrid_core.pcg import stream_of
 from evgrid_core.scenarios import SCENARIOS, get_scenario
 from evgrid_core.tables import scenario_tables
@@ -36,12 +40,33 @@ def world_state(seed: int, scenario: str, config: SimConfig) -> tuple:
     return start_state(config, sc, tables, arrivals, tables.background_kw * noise)
 
 
+def batch_state(seed: int, sc, config: SimConfig, room: int = 1) -> tuple:  # noqa: ANN001
+    """The packed state as a batch starts it (``renew_state`` into an env's blocks with
+    room for ``room`` EVs, a bigger room when it asks for one), as plain blocks."""
+    start = handle(start_blocks(sc, config))
+    while True:
+        blocks = room_state(sc, config, room)
+        records = handles([blocks], EV_BLOCKS)
+        need = renew_state(records, 0, seed, start)
+        if not need:
+            break
+        assert need > room  # it asks for more only when it had too little
+        room = need
+    if not COMPILED:  # as Python, the record is the tuple itself (``jit.resize``)
+        return tuple(records[0])
+    n = int(records[0, SLOT * EV_BLOCKS[0] + 2])  # the columns its EV blocks hold
+    return tuple(
+        b.reshape(-1)[: b.shape[0] * n].reshape(b.shape[0], n) if k in EV_BLOCKS else b
+        for k, b in enumerate(blocks)
+    )
+
+
 @pytest.mark.parametrize("scenario", sorted(SCENARIOS))
 def test_the_batchs_episode_start_is_the_envs(scenario: str) -> None:
     config = SimConfig()
     for seed in SEEDS:
         want = world_state(seed, scenario, config)
-        got = new_state(seed, get_scenario(scenario), config)
+        got = batch_state(seed, get_scenario(scenario), config)
         assert len(got) == len(want)
         for k, (g, w) in enumerate(zip(got, want, strict=True)):
             assert g.dtype == w.dtype and g.shape == w.shape, (scenario, seed, k)
@@ -49,15 +74,19 @@ def test_the_batchs_episode_start_is_the_envs(scenario: str) -> None:
 
 
 def test_an_episode_without_arrivals_starts_alike() -> None:
-    """A seed whose Poisson draws give no EV at all (rates made tiny) packs an empty
-    state both ways."""
+    """A seed whose Poisson draws give no EV at all (rates made zero) packs an empty
+    state, in a room with no EV at all."""
     config, sc = SimConfig(), get_scenario("evening_peak")
-    lam, *rest = start_numbers(sc, config)
-    from evgrid_core.episode import seeded_state
-
-    packed = seeded_state(3, lam * 0.0, *rest)
-    assert packed[0].shape[1] == 0 and packed[1].shape[1] == 0
-    assert packed[8].shape[1] == sc.n_ticks
+    lam, *rest = start_blocks(sc, config)
+    start = handle((lam * 0.0, *rest))
+    records = handles([room_state(sc, config, 0)], EV_BLOCKS)
+    assert renew_state(records, 0, 3, start) == 0
+    if COMPILED:
+        assert records[0, SLOT * 0 + 2] == 0 and records[0, SLOT * 1 + 2] == 0
+    else:
+        packed = records[0]
+        assert packed[0].shape[1] == 0 and packed[1].shape[1] == 0
+        assert packed[8].shape[1] == sc.n_ticks
 
 
 def test_the_kernels_draws_are_numpys_vectorised_draws() -> None:
