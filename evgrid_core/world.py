@@ -75,18 +75,6 @@ def scenario_rules(config: SimConfig, scenario: Scenario) -> tuple:
     return make_rules(config, scenario, scenario_tables(scenario, config))
 
 
-def start_state(
-    config: SimConfig,
-    scenario: Scenario,
-    tables: ScenarioTables,
-    arrivals: Arrivals,
-    background_kw: np.ndarray,
-) -> tuple:
-    """A new episode's packed state (tick 0, no EV yet asked) from its arrivals and
-    its feeders' background load (T, F) [kW]."""
-    return make_state(config, scenario, tables, arrivals, background_kw)
-
-
 def _views(packed: tuple) -> EpisodeState:
     """The state's named views, in Python (the kernels unpack their own)."""
     return getattr(unpack, "py_func", unpack)(packed)
@@ -130,7 +118,7 @@ class World:
         self.rules_handle = handle(self.rules)
         # Feeders: the grid model carries the stations' load, tick by tick.
         self.background = tables.background_kw * feeder_noise  # (T, F) [kW]
-        self.packed = start_state(config, scenario, tables, arrivals, self.background)
+        self.packed = make_state(config, scenario, tables, arrivals, self.background)
         self.state = _views(self.packed)
         self.handle = handle(self.packed)
         self._sync()

@@ -26,8 +26,8 @@ from evgrid_core.fleet import CLASS_CDF, EV_CLASSES, draw_evs
 from evgrid_core.jit import COMPILED, SLOT, handle, handles
 from evgrid_core.pcg import stream_of
 from evgrid_core.scenarios import SCENARIOS, get_scenario
+from evgrid_core.state import make_state
 from evgrid_core.tables import scenario_tables
-from evgrid_core.world import start_state
 
 SEEDS = [*range(40), 12345, 900000, 2**31 - 1, 2**40 + 7]
 
@@ -37,7 +37,7 @@ def world_state(seed: int, scenario: str, config: SimConfig) -> tuple:
     sc = get_scenario(scenario)
     tables = scenario_tables(sc, config)
     arrivals, noise = episode_inputs(seed, sc, config)
-    return start_state(config, sc, tables, arrivals, tables.background_kw * noise)
+    return make_state(config, sc, tables, arrivals, tables.background_kw * noise)
 
 
 def batch_state(seed: int, sc, config: SimConfig, room: int = 1) -> tuple:  # noqa: ANN001
