@@ -107,6 +107,10 @@ class Candidates:
     stations: tuple[int, ...] = ()  # the ROUTEs' station indices (from 0)
     kinds: tuple[int, ...] = ()  # and their charger kinds
     defers: tuple[int, ...] = ()  # [min] the DEFERs
+    # (n,) [0-1] what the EVs already driving to each candidate's feeder will draw on
+    # arrival within the forecast's 30 minutes, over its capacity (0 for a DEFER);
+    # None: nothing committed (``overloading``)
+    committed: np.ndarray | None = None
 
     @cached_property
     def actions(self) -> tuple[Action, ...]:
@@ -139,14 +143,17 @@ class Candidates:
 
         The feeder's forecast peak over the next 30 minutes (the grid model's own
         forecast with the EV load it carries now, ``feeder_forecast``) plus this EV's
-        kW from that charger kind, over the feeder's capacity (``forecast_with_ev``):
-        above 1.0 the feeder's protection would shed EV load there, which is what
-        the ``peak`` reward part charges and what the report counts as feeder-minutes
-        over a limit. DEFERs never overload: they add no load now.
+        kW from that charger kind (``forecast_with_ev``), plus what the EVs already
+        driving to the feeder's stations will draw when they arrive within those 30
+        minutes (``committed``: ``Observation.inbound_kw``), over the feeder's
+        capacity: above 1.0 the feeder's protection would shed EV load there, which
+        is what the ``peak`` reward part charges and what the report counts as
+        feeder-minutes over a limit. DEFERs never overload: they add no load now.
         """
-        return (self.column("is_defer") == 0.0) & (
-            self.column("forecast_with_ev") > 1.0
-        )
+        load = self.column("forecast_with_ev")
+        if self.committed is not None:
+            load = load + self.committed
+        return (self.column("is_defer") == 0.0) & (load > 1.0)
 
     def sparing(self) -> np.ndarray:
         """(n,) True for the candidates a policy that spares the feeders chooses
@@ -262,7 +269,14 @@ def candidates(obs: Observation) -> Candidates:
     if defers:
         X[n_route:, c["is_defer"]] = 1.0
         X[n_route:, c["defer_min"]] = defers
-    return Candidates(X, r.id, tuple(st.tolist()), tuple(kd.tolist()), tuple(defers))
+    committed = np.zeros(n)
+    if n_route:
+        on_feeder = np.bincount(
+            obs.feeder_of, weights=obs.inbound_kw, minlength=len(obs.feeder_capacity_kw)
+        )
+        committed[:n_route] = on_feeder[fe] / np.maximum(cap, 1.0)
+    return Candidates(X, r.id, tuple(st.tolist()), tuple(kd.tolist()), tuple(defers),
+                      committed)  # fmt: skip
 
 
 def fixed_view(c: Candidates, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -1,16 +1,20 @@
 """The decisions, as kernels over the episode's arrays (``state.py``).
 
 ROUTE, DEFER, LOAD_SHIFT and the stranding an invalid answer causes: what each
-does to the state and the reward parts it charges. They are applied only after
+does to the state and the reward parts it charges; and the load the ROUTEs so far
+commit to the stations (``inbound_kw``). They are applied only after
 the validator (``rules.validate_action``) has accepted the action; ``World``
 calls them, and a batch of episodes can call them from a kernel.
 """
 
 from __future__ import annotations
 
+from .charging import plug_kw
 from .jit import kernel
 from .state import (
     DEFERRED,
+    I_HI,
+    I_LO,
     I_N_PENDING,
     I_ORDER,
     I_SHIFTS,
@@ -55,6 +59,20 @@ def route(st, rules, ev: int, station: int, kind: int, parts) -> None:  # noqa: 
     st.ints[I_ORDER] += 1
     st.inbound[s, kind] += 1
     parts[P_WAIT] -= rules.weights[P_WAIT] * ticks * tm
+
+
+@kernel(inline=True)
+def inbound_kw(st, ticks: int, out) -> None:  # noqa: ANN001
+    """``out`` (S,) [kW]: what the EVs driving to each station will draw there, those
+    arriving within ``ticks`` ticks from now: the load the ROUTEs so far commit to
+    its feeder, each EV at its plug kW (min(charger, vehicle)). One that will queue
+    is counted too: it takes the next free plug."""
+    out[:] = 0.0
+    until = st.ints[0] + ticks
+    for ev in range(st.ints[I_LO], st.ints[I_HI]):
+        if st.status[ev] == TRAVELING and st.due_tick[ev] < until:
+            out[st.station[ev]] += plug_kw(st.kind[ev], st.max_ac_kw[ev],
+                                           st.max_dc_kw[ev])  # fmt: skip
 
 
 @kernel(inline=True)

@@ -17,12 +17,14 @@ from .state import I_N_GAVE_UP_NOW, I_N_PENDING, I_N_PLUGGED, unpack, unpack_rul
 (ADVANCE, TICK_START, SETTLE_UNMET, REACH_AND_PLUG, CHARGE_ASK, CHARGE_SETTLE,
  CARRY_FEEDER_SUM, GRID_TERMS, WAIT_AND_PATIENCE, TICK_END, DEFER,
  STRAND, TRY_ROUTE, TRY_DEFER, TRY_SHIFT, STEP_ROUTE, STEP_DEFER, STEP_SHIFT,
- DEFER_CODE, SHIFT_CODE, REQUEST_VIEW) = range(21)  # fmt: skip
+ DEFER_CODE, SHIFT_CODE, REQUEST_VIEW, INBOUND_KW) = range(22)  # fmt: skip
 # TRY_*: judge the action and apply it if allowed (``judge.try_action``); STEP_*: the
 # same after clearing the step's give-ups, then the clock's run (feeder sum only)
 # when no request is left. Both answer ``judge``'s code. REQUEST_VIEW: EV ``a``'s
 # ROUTE rule for every (station, kind) pair written into ``parts`` (1.0 allowed, 0.0
-# not; S * K long) and its count of allowed DEFER options answered.
+# not; S * K long) and its count of allowed DEFER options answered. INBOUND_KW: the
+# kW the EVs driving to each station and due within ``a`` ticks will draw, into
+# ``parts`` (S long; ``decide.inbound_kw``).
 
 
 @kernel
@@ -68,6 +70,8 @@ def call(op: int, packed, packed_rules, parts, a: int, b: int, c: int) -> int:  
     elif op == REQUEST_VIEW:
         judge.route_row(st, rules, a, parts)
         return judge.defer_count(st, rules, a)
+    elif op == INBOUND_KW:
+        decide.inbound_kw(st, a, parts)
     if clock:
         ticks.advance_feeder_sum(st, rules, parts)
     return out

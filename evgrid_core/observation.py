@@ -61,6 +61,8 @@ class Observation:
     busy: np.ndarray  # (S, K)
     queue: np.ndarray  # (S, K)
     inbound: np.ndarray  # (S, K) EVs routed there and still driving (this decision's)
+    # (S,) [kW] what those arriving within the forecast's 30 minutes will draw there
+    inbound_kw: np.ndarray
     open: np.ndarray  # (S,) bool
     cap_kw: np.ndarray  # (S,) [kW] limit now (LOAD_SHIFT cap when shifted)
     station_kw: np.ndarray  # (S,) [kW] mean power over the last tick
@@ -110,6 +112,7 @@ class Observation:
                 "road_km": self.road_km.tolist(),
                 "route_mask": self.route_mask.tolist(),
                 "inbound": self.inbound.tolist(),
+                "inbound_kw": self.inbound_kw.tolist(),
                 **{name: getattr(self, name).tolist() for name in CITY_ARRAYS},
                 "station_names": list(self.station_names),
                 **{
@@ -170,6 +173,7 @@ def build_observation(w: World, done: bool) -> Observation:
         route_mask=route_mask(w),
         defer_options=deferrals,
         inbound=_frozen(w.inbound.copy()),  # changes with each ROUTE of the tick
+        inbound_kw=_frozen(w.inbound_kw(FORECAST_TICKS)),
         **view,
         tick_memo=memo,
     )

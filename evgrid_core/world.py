@@ -245,6 +245,14 @@ class World:
         """Drive time [min] from the EV's locality to every station, at today's speed."""
         return self.tables.travel_min[self.table_row(), self.evs.node[ev]]
 
+    def inbound_kw(self, ticks: int) -> np.ndarray:
+        """(S,) [kW] what the EVs driving to each station will draw there, those that
+        arrive within ``ticks`` ticks (``decide.inbound_kw``: the load the ROUTEs so
+        far commit to its feeder). One compiled call."""
+        out = np.empty(self.tables.city.n_stations)
+        entry.call(entry.INBOUND_KW, self.handle, self.rules_handle, out, ticks, 0, 0)
+        return out
+
     def range_km(self, ev: int) -> float:
         return (
             float(self.state.soc[ev])

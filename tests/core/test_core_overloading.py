@@ -1,8 +1,9 @@
 """``Candidates.overloading``: the ROUTEs that would push a feeder over its limit.
 
 One rule, in the core, under every grid model: a ROUTE overloads when its feeder's
-30-minute forecast (the grid model's own) plus the EV's kW from that kind passes the
-feeder's capacity. Checked against the observation's own numbers on every decision
+30-minute forecast (the grid model's own) plus the EV's kW from that kind, plus what
+the EVs already driving to the feeder will draw when they arrive within those 30
+minutes, passes the feeder's capacity. Checked against the observation's own numbers on every decision
 of seeded episodes under both grid models, and against what the world then does: a
 ROUTE the rule calls overloading is followed by EV load shed on its feeder far more
 often than one it does not.
@@ -34,10 +35,10 @@ def decisions(scenario: str, grid: str, seed: int, limit: int = 400):
 
 @pytest.mark.parametrize("grid", ["feeder_sum", "lindistflow"])
 @pytest.mark.parametrize("scenario", ["evening_peak", "feeder_fault"])
-def test_overloading_is_the_forecast_plus_the_evs_kw_over_capacity(
+def test_overloading_is_the_forecast_plus_the_evs_and_the_inbound_kw_over_capacity(
     grid: str, scenario: str
 ) -> None:
-    seen = 0
+    seen = committed = 0
     for _, obs, c in decisions(scenario, grid, seed=7):
         got = c.overloading()
         assert got.dtype == bool and got.shape == (len(c),)
@@ -46,14 +47,50 @@ def test_overloading_is_the_forecast_plus_the_evs_kw_over_capacity(
         for i, a in enumerate(c.actions):
             if isinstance(a, Route):
                 f = obs.feeder_of[a.station - 1]
+                inbound = sum(
+                    obs.inbound_kw[s]
+                    for s in range(len(obs.feeder_of))
+                    if obs.feeder_of[s] == f
+                )
                 load = (
-                    obs.feeder_forecast[f] + kw[int(a.kind)] / obs.feeder_capacity_kw[f]
+                    obs.feeder_forecast[f]
+                    + (kw[int(a.kind)] + inbound) / obs.feeder_capacity_kw[f]
                 )
                 want[i] = load > 1.0
+                committed += inbound > 0
         np.testing.assert_array_equal(got, want)
         seen += int(got.any())
+    assert committed > 0  # some candidates' feeders had EVs driving to them
     if scenario == "feeder_fault":  # the fault's feeder is forecast over its limit
         assert seen > 0
+
+
+def test_inbound_kw_is_the_plug_kw_of_the_evs_arriving_within_the_forecast() -> None:
+    """``Observation.inbound_kw`` against the EVs themselves: after each ROUTE, every
+    EV driving to a station and due within 30 minutes adds its plug kW there (the
+    world's own ``plug_kw`` once it plugs in), and the stations with EVs driving to
+    them but none due that soon have none."""
+    from evgrid_core.charging import plug_kw
+    from evgrid_core.features import FORECAST_TICKS
+    from evgrid_core.state import TRAVELING
+
+    later = routed = 0
+    for env, obs, _ in decisions("festival_surge", "feeder_sum", seed=11, limit=300):
+        w = env.world
+        want = np.zeros(len(obs.feeder_of))
+        for ev in range(len(w.status)):
+            if w.status[ev] != TRAVELING:
+                continue
+            routed += 1
+            if w.due_tick[ev] >= w.tick + FORECAST_TICKS:
+                later += 1
+                continue
+            k = int(w.kind[ev])
+            want[w.station[ev]] += plug_kw(k, w.evs.max_ac_kw[ev], w.evs.max_dc_kw[ev])
+        np.testing.assert_allclose(obs.inbound_kw, want, rtol=0, atol=1e-12)
+        assert not obs.inbound_kw.flags.writeable
+        assert np.all((obs.inbound_kw > 0) <= (obs.inbound.sum(axis=1) > 0))
+    assert routed > 50 and later > 0  # both sides of the 30 minutes were seen
 
 
 def test_a_route_called_overloading_is_followed_by_shedding_more_often() -> None:
