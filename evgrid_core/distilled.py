@@ -4,7 +4,8 @@ For each request the policy lists every valid answer (``candidates``), scores
 each candidate's feature row with the committed tree ensemble
 (``data/distilled.json``, the portable ``evgrid-trees/1`` form) and answers the
 highest-scoring one among those that spare the feeders (``Candidates.sparing``:
-no ROUTE onto a feeder forecast over its limit while another answer exists;
+no ROUTE onto a feeder forecast over its limit, with the EV and the EVs already driving
+there, while another answer exists;
 ``Distilled(spare=False)`` chooses among all, as it did until 2026-12-04). Ties go to
 the first candidate (stations by id, then kinds, then DEFERs), so the same
 observation always gives the same answer.

@@ -109,7 +109,8 @@ DECISION_SYSTEM = (
 # listed are the nearest with an option left. The shipped Oracle's misses on
 # festival_surge were mostly such ROUTEs picked beside on-time ones.
 # "+spare" (a listing, after "+on_time"): of the options still listed, the ROUTEs onto a
-# feeder forecast over its limit (``Candidates.overloading``) are left out whenever
+# feeder forecast over its limit with the EV and the EVs already driving there
+# (``Candidates.overloading``) are left out whenever
 # another option (a DEFER, a ROUTE elsewhere) stays, as ``distilled`` chooses
 # (``Candidates.sparing``).
 PROMPT_STYLES = ("v1", "v2", "v1+on_time", "v2+on_time", "v1+on_time+spare",

@@ -2,7 +2,8 @@
 
 The "listing" lever of the Oracle issue, measured on ``distilled`` (fast: no LLM):
 ``distilled`` chooses among ``Candidates.sparing`` (no ROUTE whose feeder's 30-minute
-forecast plus the EV's kW passes capacity while another answer exists);
+forecast plus the EV's kW, plus the EVs already driving there due within those 30
+minutes (since 2026-12-05), passes capacity while another answer exists);
 ``distilled_unspared`` (``Distilled(spare=False)``, the policy until 2026-12-04) asks
 the same trees and chooses among all. Both play the same seeds; per scenario the mean
 return, feeder-minutes over a limit and shed energy of each, and the paired difference
