@@ -56,8 +56,11 @@ def web_max_tabs() -> int:
     return MAX_TABS
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator:
+    """Chromium under playwright, one per test module: a sync playwright keeps an event
+    loop running in the main thread until it stops, and a later test's
+    ``asyncio.run`` (the server's async-client tests) would then be refused."""
     sync_api = pytest.importorskip(
         "playwright.sync_api", reason="needs playwright: pip install -e .[web]"
     )
