@@ -237,6 +237,7 @@ def grid_view(obs: CoreObservation) -> GridView:
             "busy": a["busy"],
             "queue": a["queue"],
             "inbound": a["inbound"],
+            "inbound_kw": a["inbound_kw"],
             "open": a["open"],
             "cap_kw": a["cap_kw"],
             "station_kw": a["station_kw"],

@@ -216,6 +216,11 @@ class GridView(_Strict):
     inbound: list[list[int]] = Field(
         description=f"(S,{N_KINDS}) EVs routed to the station and kind, still driving there."
     )
+    inbound_kw: list[float] = Field(
+        description="(S,) [kW] what the EVs driving to each station and due within the "
+        "forecast's 30 minutes will draw on arrival (each at min(charger, vehicle) kW); "
+        "the sparing rule adds it to the feeder's forecast."
+    )
     open: list[bool] = Field(description="(S,) station open now.")
     cap_kw: list[float] = Field(
         description="(S,) [kW] station power limit now (the cap when load-shifted)."

@@ -8,9 +8,10 @@ import pytest
 
 pytest.importorskip("openenv")
 
-from server_helpers import as_typed, check_step, reference  # noqa: E402
+from server_helpers import as_line, as_typed, check_step, reference  # noqa: E402
 
 from evgrid_core import REWARD_KEYS, EVGridEnv  # noqa: E402
+from evgrid_core.policies import make_policy  # noqa: E402
 from evgrid_openenv.client import EVGridClient  # noqa: E402
 
 
@@ -81,3 +82,22 @@ def test_server_reset_observation_and_state(server_url: str) -> None:
         assert state.scenario == "evening_peak" and isinstance(state.seed, int)
         env.reset(seed=state.seed)
         assert res.observation.prompt == env.render_text()
+
+
+def test_server_sends_the_inbound_kw_the_sparing_rule_counts(server_url: str) -> None:
+    # A client deciding by the feeders sees what the core's sparing rule adds to their
+    # forecast: each station's kW from the EVs driving there, due within 30 minutes.
+    p, env = make_policy("greedy_eta"), EVGridEnv()
+    obs = env.reset(seed=3, scenario="festival_surge")
+    p.reset(3)
+    seen = 0.0
+    with EVGridClient(server_url).sync() as client:
+        res = client.reset(seed=3, scenario="festival_surge")
+        for _ in range(120):
+            assert res.observation.grid.inbound_kw == obs.inbound_kw.tolist()
+            seen = max(seen, *res.observation.grid.inbound_kw)
+            line = as_line(p.act(obs))
+            env.step(line)
+            obs = env.observation()
+            res = client.step(line)
+    assert seen > 0.0  # EVs were driving to a station: the field is not all zeros
