@@ -213,9 +213,11 @@ def charge_ask(st, rules, t: int, energy, need) -> None:  # noqa: ANN001
     n = st.ints[I_N_PLUGGED]
     floor, eff, dt_h = (rules.numbers[R_TAPER_FLOOR], rules.numbers[R_EFFICIENCY],
                         rules.numbers[R_DT_H])  # fmt: skip
-    S = len(rules.limit_kw)
-    demand = np.zeros(S)
-    power = np.empty(n)
+    # Work arrays without allocating: each station's demand in ``station_kw`` (which
+    # ``_station_kw`` then writes), each session's power in ``energy`` until its
+    # energy replaces it.
+    demand, power = st.station_kw, energy
+    demand[:] = 0.0
     for i in range(n):
         ev = st.plugged[i]
         power[i] = tapered_kw(st.plug_kw[ev], st.soc[ev], st.taper_start[ev], floor)
@@ -225,10 +227,11 @@ def charge_ask(st, rules, t: int, energy, need) -> None:  # noqa: ANN001
         s = st.station[ev]
         limit = st.shift_cap_kw[s] if st.shift_until[s] > t else rules.limit_kw[s]
         limit = limit * (1.0 if rules.station_open[t, s] else 0.0)
+        p = power[i]
         if demand[s] > limit:
-            power[i] = power[i] * (limit / max(demand[s], 1e-12))
+            p = p * (limit / max(demand[s], 1e-12))
         need[i] = need_kwh(st.soc[ev], st.target[ev], st.battery_kwh[ev], eff)
-        energy[i] = tick_energy_kwh(power[i], dt_h, need[i])
+        energy[i] = tick_energy_kwh(p, dt_h, need[i])
     _station_kw(st, rules, energy, n)
 
 
@@ -250,11 +253,9 @@ def charge_settle(st, rules, t: int, energy, need, parts) -> None:  # noqa: ANN0
         for i in range(n):
             energy[i] = energy[i] * st.station_factor[st.station[st.plugged[i]]]
         _station_kw(st, rules, energy, n)
-    done = np.zeros(n, dtype=np.bool_)
     for i in range(n):
         ev = st.plugged[i]
-        done[i] = reached(energy[i], need[i])
-        if done[i]:
+        if reached(energy[i], need[i]):
             st.soc[ev] = st.target[ev]
         else:
             st.soc[ev] = soc_after(st.soc[ev], energy[i], st.battery_kwh[ev], eff)
@@ -271,7 +272,7 @@ def charge_settle(st, rules, t: int, energy, need, parts) -> None:  # noqa: ANN0
     unplug = (t + 1) * rules.numbers[R_TICK_MINUTES]
     for i in range(n):
         ev = st.plugged[i]
-        if done[i]:
+        if reached(energy[i], need[i]):  # as above: energy and need are unchanged
             st.status[ev] = SERVED
             st.unplug_minute[ev] = unplug
             st.busy[st.station[ev], st.kind[ev]] -= 1
@@ -288,7 +289,11 @@ def carry_feeder_sum(st, rules, t: int) -> None:  # noqa: ANN001
     """``grid.FeederSum.carry`` on the state: the feeder sum's rule (``feeder_sum``)
     for the stations' asked load, the carried load and utilisation kept."""
     F = len(st.grid_ev_kw)
-    ev_kw, factor = np.zeros(F), np.ones(F)
+    # No allocation: the rule writes the carried load into ``grid_ev_kw`` and its
+    # factors into ``grid_util`` (the utilisation replaces them below).
+    ev_kw, factor = st.grid_ev_kw, st.grid_util
+    ev_kw[:] = 0.0
+    factor[:] = 1.0
     st.grid_shed_kw[:] = 0.0
     shed_any = feeder_sum(st.station_kw, rules.feeder_of, st.headroom_kw[t], ev_kw,
                           factor, st.grid_shed_kw)  # fmt: skip
@@ -299,7 +304,6 @@ def carry_feeder_sum(st, rules, t: int) -> None:  # noqa: ANN001
     for f in range(F):
         bg, cap = st.background_kw[t, f], st.capacity_kw[t, f]
         st.grid_capacity_kw[f], st.grid_background_kw[f] = cap, bg
-        st.grid_ev_kw[f] = ev_kw[f]
         st.grid_util[f] = (bg + ev_kw[f]) / cap
 
 
