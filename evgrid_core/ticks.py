@@ -356,11 +356,12 @@ def wait_and_patience(st, rules, t: int, parts) -> None:  # noqa: ANN001
     end = t * tm + tm
     queued = int(np.sum(st.queue_len))
     parts[P_WAIT] -= w[P_WAIT] * tm * queued
-    lo, hi = st.ints[I_LO], st.ints[I_HI]
-    for ev in range(lo, hi):  # in EV order
+    # One pass in EV order: an EV's give-up, then its deadline. (Two passes, all the
+    # give-ups first, gave the same: each touches only its EV's own fields, and
+    # their urgency costs are equal terms, subtracted in any order alike.)
+    for ev in range(st.ints[I_LO], st.ints[I_HI]):
         if st.give_up_tick[ev] == t:
             give_up(st, rules, ev, parts)
-    for ev in range(lo, hi):
         if st.waiting_critical[ev] and st.deadline_minute[ev] < end:
             st.waiting_critical[ev] = False
             st.late[ev] = True
