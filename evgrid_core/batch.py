@@ -40,7 +40,7 @@ import numpy as np
 from .config import SimConfig
 from .decide import strand
 from .episode import EV_BLOCKS, expected_evs, renew_state, room_state, start_blocks
-from .features import N_ACTIONS, OBS_SIZE, decode_index, encode_into, shift_numbers
+from .features import N_ACTIONS, OBS_SIZE, decode_index, encode_cached, shift_numbers
 from .jit import (
     b1_1,
     b1_2,
@@ -88,15 +88,17 @@ ROOM_SDS = 6.0  # an env's room: the scenario's mean EVs and this many deviation
 
 @kernel(inline=True)
 def step_env(states, rules_list, rule_of, i: int, fresh: bool, actions, reward, done,
-             obs, mask, counts, ticks, parts, scratch) -> None:  # fmt: skip  # noqa: ANN001, PLR0913
+             obs, mask, counts, ticks, parts, scratch, cache, key) -> None:  # fmt: skip  # noqa: ANN001, PLR0913
     """Step env ``i`` by one decision (``Batch.step``), or, ``fresh``, start its new
     episode: the feeders' tick before the first (no EV load) and the clock run to the
     first request, as ``EVGridEnv.reset`` does. Then its observation and mask.
-    ``parts`` (13) and ``scratch`` (2, OBS_SIZE) are the caller's work arrays."""
+    ``parts`` (13) and ``scratch`` (2, OBS_SIZE) are the caller's work arrays;
+    ``cache`` and ``key``, the batch's (``features.encode_cached``, a row an env)."""
     st, rules = unpack(states[i]), unpack_rules(rules_list[rule_of[i]])
     parts[:] = 0.0
     tick = st.ints[I_TICK]
     if fresh:
+        key[i] = -1  # a new episode: nothing of the last one's observation holds
         carry_feeder_sum(st, rules, 0)
         clock = True
     else:
@@ -127,7 +129,8 @@ def step_env(states, rules_list, rule_of, i: int, fresh: bool, actions, reward, 
         reward[i] = total
         done[i] = finished
     scratch_f = scratch[:, : st.grid_util.size]
-    encode_into(st, rules, finished, obs[i], mask[i], scratch_f, False)
+    encode_cached(st, rules, finished, obs[i], mask[i], scratch_f, cache[i],
+                  key[i : i + 1])  # fmt: skip
 
 
 @kernel(inline=True)
@@ -141,7 +144,7 @@ def seed_at(seeding, i: int, k: int) -> int:  # noqa: ANN001
 @kernel(inline=True)
 def play_env(states, rules_list, rule_of, starts, seeding, i: int, step: bool,
              actions, reward, done, obs, mask, counts, ticks, returns, episode, ended_i,
-             ended_f, need, parts, scratch) -> None:  # fmt: skip  # noqa: ANN001, PLR0913
+             ended_f, need, parts, scratch, cache, key) -> None:  # fmt: skip  # noqa: ANN001, PLR0913
     """Env ``i``: one decision (``step``) and, if that ends its episode, the episode's
     summary into ``ended_i``/``ended_f`` (its counters and sums, then seed, steps,
     invalid answers and return) and the next episode's start; or (not ``step``) the
@@ -155,7 +158,7 @@ def play_env(states, rules_list, rule_of, starts, seeding, i: int, step: bool,
             if need[i]:
                 return
         step_env(states, rules_list, rule_of, i, fresh, actions, reward, done, obs,
-                 mask, counts, ticks, parts, scratch)  # fmt: skip
+                 mask, counts, ticks, parts, scratch, cache, key)  # fmt: skip
         h = states[i]
         ints = i8_1(h, 9)
         if fresh:
@@ -182,11 +185,11 @@ def play_env(states, rules_list, rule_of, starts, seeding, i: int, step: bool,
 def play_env_io(states, rules_list, rule_of, starts, i: int, step: bool, actions, io,
                 parts, scratch) -> None:  # fmt: skip  # noqa: ANN001, PLR0913
     """``play_env`` with the batch's arrays from their handle ``io`` (``Batch._io``:
-    one argument for twelve; a compiled call checks each argument it is handed)."""
+    one argument for fourteen; a compiled call checks each argument it is handed)."""
     play_env(states, rules_list, rule_of, starts, i8_1(io, 11), i, step, actions,
              f8_1(io, 0), b1_1(io, 1), f4_2(io, 2), b1_2(io, 3), i8_2(io, 4),
              i8_1(io, 5), f8_1(io, 6), i8_1(io, 7), i8_2(io, 8), f8_2(io, 9),
-             i8_1(io, 10), parts, scratch)  # fmt: skip
+             i8_1(io, 10), parts, scratch, f4_2(io, 12), i8_1(io, 13))  # fmt: skip
 
 
 @kernel
@@ -256,6 +259,10 @@ class Batch:
         self._starts_h = handles(self._starts)
         self._room = [self._room_for(sc, room) for sc in self.scenarios]
         self.obs = np.zeros((n, OBS_SIZE), dtype=np.float32)
+        # each env's observation entries that hold for its tick, and which tick
+        # (``features.encode_cached``)
+        self._obs_tick = np.zeros((n, OBS_SIZE), dtype=np.float32)
+        self._obs_key = np.full(n, -1, dtype=np.int64)
         self.mask = np.zeros((n, N_ACTIONS), dtype=bool)
         self.reward = np.zeros(n)
         self.done = np.zeros(n, dtype=bool)
@@ -302,7 +309,8 @@ class Batch:
         self._heads = handles(self._states, EV_BLOCKS)  # row i: ``_states[i]``'s
         self._io = handle((self.reward, self.done, self.obs, self.mask, self.counts,
                            self.ticks, self.returns, self.episode, self._ended_i,
-                           self._ended_f, self._need, self._seeding))  # fmt: skip
+                           self._ended_f, self._need, self._seeding, self._obs_tick,
+                           self._obs_key))  # fmt: skip
         self._run(self._all, False, self._no_actions)
         self._make_room()
         return self.obs, self.mask

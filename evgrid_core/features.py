@@ -82,51 +82,52 @@ def encode_into(st, rules, done: bool, v, mask, scratch, forecast_given: bool) -
     ``scratch`` (2, F) float64. The feeders' forecast is the feeder sum's
     (``grid.forecast_into``), or, ``forecast_given``, the grid model's, in
     ``scratch[1]``."""
+    v[:] = 0.0
+    mask[:] = False
+    _encode_tick(st, rules, v, scratch, forecast_given)
+    _encode_shifts(st, rules, v)
+    _encode_request(st, rules, done, v, mask)
+
+
+@kernel(inline=True)
+def encode_cached(st, rules, done: bool, v, mask, scratch, cache, key) -> None:  # noqa: ANN001
+    """``encode_into`` under the feeder sum, the entries that hold for a tick
+    (``_encode_tick``'s) copied from ``cache`` (OBS_SIZE,) float32, made again when
+    ``key`` (1,) int64 (the tick the cache holds; -1: none) differs from the state's.
+    Within a tick only the decisions' rules write the state, and none of them
+    touches what the cache holds (the clock, the stations' plugs, queues and
+    opening, the feeders' carried tick): a LOAD_SHIFT's mark is written each time."""
+    tick = st.ints[I_TICK]
+    if key[0] != tick:
+        cache[:] = 0.0
+        _encode_tick(st, rules, cache, scratch, False)
+        key[0] = tick
+    v[:] = cache
+    mask[:] = False
+    _encode_shifts(st, rules, v)
+    _encode_request(st, rules, done, v, mask)
+
+
+@kernel(inline=True)
+def _encode_tick(st, rules, v, scratch, forecast_given: bool) -> None:  # noqa: ANN001
+    """The vector's entries that hold for a tick (over zeros): the clock, the
+    stations' plugs, queues, opening and feeder load, the feeders' load and
+    forecast."""
     n_ticks = rules.station_open.shape[0]
     tick = st.ints[I_TICK]
     t = min(tick, n_ticks - 1)
     now = float(tick * int(rules.numbers[R_TICK_MINUTES]))
-    v[:] = 0.0
-    mask[:] = False
-    shifts_left = max(0, int(rules.numbers[R_MAX_SHIFTS]) - st.ints[I_SHIFTS])
-    n_pending = st.ints[I_N_PENDING]
     _put(v, 0, tick / n_ticks)
     _put(v, 1, int((rules.numbers[R_START_MINUTE] + now) % 1440) / 1440)
     _put(v, 2, rules.tariff[t] / 10)
     _put(v, 3, rules.renewable[t])
-    _put(v, 4, n_pending / 10)
-    _put(v, 5, shifts_left / 2)
-    request = not done and n_pending > 0
-    ev = st.pending[0] if request else -1
-    if request:
-        crit = st.critical[ev]
-        _put(v, 6, st.battery_kwh[ev] / 60)
-        _put(v, 7, st.soc[ev])
-        _put(v, 8, st.target[ev])
-        _put(v, 9, st.max_ac_kw[ev] / 10)
-        _put(v, 10, st.max_dc_kw[ev] / 150)
-        _put(v, 11, range_km(st, ev) / 300)
-        _put(v, 12, (now - st.request_minute[ev]) / 120)
-        _put(v, 13, st.defers[ev] / 3)
-        _put(v, 14, 1.0 if crit else 0.0)
-        _put(v, 15, (st.deadline_minute[ev] - now) / 60 if crit else 0.0)
-        _put(v, 16, (st.patience_minute[ev] - now) / 120)
     o, K = 17, N_KINDS
-    travel = rules.travel_min[t, st.node[ev] if request else 0]  # (S,) [min]
     for s in range(N_STATIONS):
-        shifted = st.shift_until[s] > tick
-        if request:
-            _put(v, o, travel[s] / 90)
         for k in range(K):
             _put(v, o + 1 + k, (rules.plugs[s, k] - st.busy[s, k]) / 16)
             _put(v, o + 1 + K + k, st.queue_len[s, k] / 10)
         _put(v, o + 1 + 2 * K, 1.0 if rules.station_open[t, s] else 0.0)
-        _put(v, o + 2 + 2 * K, 1.0 if shifted else 0.0)
         _put(v, o + 3 + 2 * K, st.grid_util[rules.feeder_of[s]])
-        if request and shifts_left > 0 and not shifted:
-            first = N_ROUTE + N_DEFER + s * SHIFTS_PER_STATION
-            for j in range(first, first + SHIFTS_PER_STATION):
-                mask[j] = True
         o += PER_STATION
     asked, forecast = scratch[0], scratch[1]
     if not forecast_given:
@@ -137,9 +138,57 @@ def encode_into(st, rules, done: bool, v, mask, scratch, forecast_given: bool) -
     for f in range(N_FEEDERS):
         _put(v, o + 2 * f, st.grid_util[f])
         _put(v, o + 2 * f + 1, forecast[f])
-    o += 2 * N_FEEDERS
-    if not request:
+
+
+@kernel(inline=True)
+def _encode_shifts(st, rules, v) -> None:  # noqa: ANN001
+    """The LOAD_SHIFTs left this tick and each station's mark while under a cap."""
+    tick = st.ints[I_TICK]
+    shifts_left = max(0, int(rules.numbers[R_MAX_SHIFTS]) - st.ints[I_SHIFTS])
+    _put(v, 5, shifts_left / 2)
+    o = 17 + 2 + 2 * N_KINDS
+    for s in range(N_STATIONS):
+        _put(v, o, 1.0 if st.shift_until[s] > tick else 0.0)
+        o += PER_STATION
+
+
+@kernel(inline=True)
+def _encode_request(st, rules, done: bool, v, mask) -> None:  # noqa: ANN001
+    """The vector's entries for the request now (over zeros in its slots: the
+    requests waiting, the EV, its drive to each station, its allowed ROUTEs) and
+    the ``mask`` (over all False)."""
+    n_ticks = rules.station_open.shape[0]
+    tick = st.ints[I_TICK]
+    t = min(tick, n_ticks - 1)
+    now = float(tick * int(rules.numbers[R_TICK_MINUTES]))
+    shifts_left = max(0, int(rules.numbers[R_MAX_SHIFTS]) - st.ints[I_SHIFTS])
+    n_pending = st.ints[I_N_PENDING]
+    _put(v, 4, n_pending / 10)
+    if done or n_pending == 0:
         return
+    ev = st.pending[0]
+    crit = st.critical[ev]
+    _put(v, 6, st.battery_kwh[ev] / 60)
+    _put(v, 7, st.soc[ev])
+    _put(v, 8, st.target[ev])
+    _put(v, 9, st.max_ac_kw[ev] / 10)
+    _put(v, 10, st.max_dc_kw[ev] / 150)
+    _put(v, 11, range_km(st, ev) / 300)
+    _put(v, 12, (now - st.request_minute[ev]) / 120)
+    _put(v, 13, st.defers[ev] / 3)
+    _put(v, 14, 1.0 if crit else 0.0)
+    _put(v, 15, (st.deadline_minute[ev] - now) / 60 if crit else 0.0)
+    _put(v, 16, (st.patience_minute[ev] - now) / 120)
+    o = 17
+    travel = rules.travel_min[t, st.node[ev]]  # (S,) [min]
+    for s in range(N_STATIONS):
+        _put(v, o, travel[s] / 90)
+        if shifts_left > 0 and not st.shift_until[s] > tick:
+            first = N_ROUTE + N_DEFER + s * SHIFTS_PER_STATION
+            for j in range(first, first + SHIFTS_PER_STATION):
+                mask[j] = True
+        o += PER_STATION
+    o += 2 * N_FEEDERS
     route_row(st, rules, ev, mask)  # the ROUTE pairs come first in the mask
     for i in range(N_ROUTE):
         if mask[i]:

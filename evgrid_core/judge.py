@@ -42,7 +42,7 @@ def range_km(st, ev: int) -> float:  # noqa: ANN001
 def _pair_allowed(allowed, road_km, reach_km: float, s: int, kind: int) -> bool:  # noqa: ANN001
     """The ROUTE rule's test of one pair: the scenario's table for the EV's locality,
     inlets and tick (``allowed``, (S, K)) and the drive within its range."""
-    return allowed[s, kind] and road_km[s] <= reach_km
+    return allowed[s, kind] & (road_km[s] <= reach_km)  # no branch: the masks' loop
 
 
 @kernel(inline=True)
