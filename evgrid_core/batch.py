@@ -378,8 +378,9 @@ class Batch:
     # --- Introspection ---------------------------------------------------------------
     def state_bytes(self) -> int:
         """Memory the episodes' states hold now [bytes], all envs (arrays only,
-        their room for more EVs included)."""
-        return sum(a.nbytes for packed in self._states for a in packed)
+        their room for more EVs and the observations' tick entries included)."""
+        kept = self._obs_tick.nbytes + self._obs_key.nbytes
+        return kept + sum(a.nbytes for packed in self._states for a in packed)
 
     def close(self) -> None:
         """Nothing to release (numba's threads are the process's); kept for the
