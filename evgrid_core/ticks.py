@@ -357,8 +357,9 @@ def wait_and_patience(st, rules, t: int, parts) -> None:  # noqa: ANN001
     queued = int(np.sum(st.queue_len))
     parts[P_WAIT] -= w[P_WAIT] * tm * queued
     # One pass in EV order: an EV's give-up, then its deadline. (Two passes, all the
-    # give-ups first, gave the same: each touches only its EV's own fields, and
-    # their urgency costs are equal terms, subtracted in any order alike.)
+    # give-ups first, gave the same: a deadline's test reads only its own EV's
+    # fields, which no other EV's give-up writes, and the urgency costs are all the
+    # same term, subtracted alike in any order.)
     for ev in range(st.ints[I_LO], st.ints[I_HI]):
         if st.give_up_tick[ev] == t:
             give_up(st, rules, ev, parts)
