@@ -144,7 +144,8 @@ def _train(
         if s.eval_every and (step % s.eval_every == 0 or step == s.steps):
             row.update(held_out(model, tok, held_opt, held_play))
         history.append(row)
-        log(_progress(row, s.steps))
+        recent = [r["step_s"] for r in history[-20:]]
+        log(_progress(row, s.steps, sum(recent) / len(recent) * (s.steps - step)))
         if step == stop or (s.checkpoint_every and step % s.checkpoint_every == 0):
             _save_checkpoint(model, opt, out, step, state | {"step": step})
             csv_path = write_csv(history, out / "logs" / "sft.csv")
@@ -194,10 +195,13 @@ def teacher_targets(
     return letter_ids, probs
 
 
-def _progress(row: dict[str, Any], steps: int) -> str:
+def _progress(row: dict[str, Any], steps: int, left_s: float) -> str:
+    """A step's line: its loss, rate and time, the time left at the last 20 steps'
+    pace, and the held-out figures when measured."""
     text = (
         f"step {row['step']}/{steps} loss {row['loss']:.4f} "
-        f"lr {row['learning_rate']:.2e} {row['step_s']:.1f} s"
+        f"lr {row['learning_rate']:.2e} {row['step_s']:.1f} s, "
+        f"about {_clock(left_s)} left"
     )
     if "agreement" in row:
         text += (
@@ -205,6 +209,12 @@ def _progress(row: dict[str, Any], steps: int) -> str:
             f"{row['valid_rate']:.1%}, listed {row['listed_rate']:.1%}"
         )
     return text
+
+
+def _clock(seconds: float) -> str:
+    """e.g. '1h05m', '4m10s'."""
+    m, sec = divmod(int(round(seconds)), 60)
+    return f"{m // 60}h{m % 60:02d}m" if m >= 60 else f"{m}m{sec:02d}s"
 
 
 def _save_checkpoint(model: Any, opt: Any, out: Path, step: int, state: dict) -> None:

@@ -128,7 +128,13 @@ def test_a_resumed_run_equals_an_unbroken_one_and_ships(tmp_path, monkeypatch) -
     )  # fmt: skip
     whole = dataclasses.replace(cfg, output_dir=str(tmp_path / "whole"))
     broken = dataclasses.replace(cfg, output_dir=str(tmp_path / "broken"))
-    s_whole = train(whole, labels, log=lambda *_: None)
+    said: list[str] = []
+    s_whole = train(whole, labels, log=said.append)
+    steps_said = [x for x in said if x.startswith("step ")]
+    assert [x.split()[1] for x in steps_said] == ["1/4", "2/4", "3/4", "4/4"]
+    assert all(" left" in x for x in steps_said)
+    assert steps_said[-1].split(", about ")[1].startswith("0m00s left")
+    assert "held out: agreement" in steps_said[1]
     first = train(broken, labels, until=2, log=lambda *_: None)
     assert first["steps"] == 2 and "heldout_optimum" not in first
     assert not (tmp_path / "broken" / "adapter").exists()
