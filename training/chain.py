@@ -99,18 +99,34 @@ def run(
     config_path: Path,
     log: Any = print,
 ) -> dict[str, Any]:
-    """Run ``stages`` in order (each skipped when done); the run's record."""
+    """Run ``stages`` in order (each skipped when done); the run's record,
+    ``chain.json``, written after each stage and merged with an earlier run's (the
+    stages not run now keep their entries). With ``ship`` among the stages, the GGUF
+    converter is checked first."""
     unknown = [s for s in stages if s not in STAGES]
     if unknown:
         raise ValueError(f"unknown stage(s) {unknown}; stages are {', '.join(STAGES)}")
+    if "ship" in stages:  # hours of training must not end on a missing converter
+        from oracle.gguf_export import converter_dir
+
+        try:
+            converter_dir()
+        except FileNotFoundError as e:
+            raise ValueError(f"the ship stage cannot run: {e}") from None
     where.out.mkdir(parents=True, exist_ok=True)
+    path = where.out / "chain.json"  # each stage's latest run, kept across reruns
     record: dict[str, Any] = {"stages": {}}
+    if path.is_file():
+        record = json.loads(path.read_text())
     for k, name in enumerate(stages):
         log(f"[{k + 1}/{len(stages)}] {name}")
         t = time.perf_counter()
         record["stages"][name] = _STAGE[name](cfg, where, config_path, log)
         record["stages"][name]["seconds"] = round(time.perf_counter() - t, 1)
-    (where.out / "chain.json").write_text(json.dumps(record, indent=2, default=str))
+        record["stages"] = {
+            s: record["stages"][s] for s in STAGES if s in record["stages"]
+        }
+        path.write_text(json.dumps(record, indent=2, default=str))
     return record
 
 

@@ -62,6 +62,34 @@ def test_a_rerun_skips_every_finished_stage(run: Path, capsys) -> None:
     assert (run / "ship" / "oracle-smollm2-lora.gguf").read_bytes() == gguf
 
 
+def test_a_rerun_of_one_stage_keeps_the_others_in_the_record(run: Path) -> None:
+    assert evgrid(["train", "--config", "cpu-chain-smoke", "--out", str(run),
+                   "--stages", "ship"]) == 0  # fmt: skip
+    record = json.loads((run / "chain.json").read_text())["stages"]
+    assert list(record) == ["labels", "distill", "sft", "grpo", "ship"]
+    assert record["sft"]["steps"] == 3
+
+
+def test_a_missing_converter_stops_the_chain_before_any_stage(
+    tmp_path, monkeypatch, capsys
+) -> None:
+    import oracle.gguf_export
+
+    def missing() -> Path:
+        raise FileNotFoundError("llama.cpp's converter is missing")
+
+    monkeypatch.setattr(oracle.gguf_export, "converter_dir", missing)
+    out = tmp_path / "none"
+    assert evgrid(["train", "--config", "cpu-chain-smoke", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "ship stage cannot run: llama.cpp's converter is missing" in err
+    assert "[1/5]" not in err and not out.exists()
+    # without ship, the chain does not need it
+    assert evgrid(["train", "--config", "cpu-chain-smoke", "--out", str(out),
+                   "--stages", "distill"]) == 2  # fmt: skip
+    assert "run labels" in capsys.readouterr().err
+
+
 def test_a_stage_without_its_input_says_which_to_run(tmp_path, capsys) -> None:
     out = str(tmp_path / "empty")
     assert evgrid(["train", "--config", "cpu-chain-smoke", "--out", out,
