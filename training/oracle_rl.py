@@ -17,6 +17,11 @@ rollouts a state. Starting from an SFT adapter (``training.oracle_sft``):
    ``rl.optimum_share`` optimum rows (so what SFT taught is kept) and the rest
    improved targets.
 
+With ``--targets DIR`` steps 1-3 are replaced by a ``training.oracle_gap`` folder:
+the states are the learner's own (the Oracle as served playing), and where
+``distilled`` would have picked otherwise the look-ahead's better line is the target
+(``oracle_gap.gap_rows``).
+
 Measured before and after on states of ``rl.eval_seeds`` (never trained on): the
 return after the model's greedy letter against after ``distilled``'s pick, and
 agreement with the optimum on the label seeds held out of SFT. Scores are cached
@@ -201,19 +206,28 @@ def policy_gain(
 
 
 def run(
-    cfg: TrainConfig, labels_dir: Path, init: Path, out: Path, log: Any = print
+    cfg: TrainConfig,
+    labels_dir: Path,
+    init: Path,
+    out: Path,
+    log: Any = print,
+    targets: Path | None = None,
 ) -> dict[str, Any]:
-    """One round of expert iteration from the adapter at ``init``; summary.json in ``out``."""
+    """One round of expert iteration from the adapter at ``init``; summary.json in
+    ``out``. ``targets``: a ``training.oracle_gap`` folder whose rows (the learner's
+    own states, each disagreement with the teacher labelled by the look-ahead) are
+    the targets, instead of letters drawn and scored here."""
     from .model import require_train_stack, torch_settings
 
     require_train_stack()
     with torch_settings(cfg):
-        return _run(cfg, labels_dir, init, out, log)
+        return _run(cfg, labels_dir, init, out, log, targets)
 
 
 def _run(
-    cfg: TrainConfig, labels_dir: Path, init: Path, out: Path, log: Any
-) -> dict[str, Any]:
+    cfg: TrainConfig, labels_dir: Path, init: Path, out: Path, log: Any,
+    targets: Path | None,
+) -> dict[str, Any]:  # fmt: skip
     import torch
     from peft import PeftModel
 
@@ -240,7 +254,9 @@ def _run(
             ),
         )
 
-    train_rows = states(rl.seeds, rl.states_per_episode, "states.jsonl")
+    train_rows = (
+        [] if targets else states(rl.seeds, rl.states_per_episode, "states.jsonl")
+    )
     eval_rows = states(rl.eval_seeds, rl.eval_states_per_episode, "eval_states.jsonl")
     sft_data = dataset(cfg, labels_dir)  # the optimum's rows, as SFT made them
     optimum_rows = [r for r in sft_data["train"] if r["answer"]]
@@ -261,20 +277,24 @@ def _run(
     log(f"before: {json.dumps(before['policy'])}, agreement with the optimum "
         f"{before['optimum']['agreement']:.1%}")  # fmt: skip
     t_score = time.perf_counter()
-    scored = score_rows(
-        model, tok, train_rows, cfg, verdict, out / "scored.jsonl", log=log
-    )
+    if targets:
+        improved, kept = _gap_targets(cfg, targets)
+        train_rows = improved + kept
+    else:
+        scored = score_rows(
+            model, tok, train_rows, cfg, verdict, out / "scored.jsonl", log=log
+        )
+        improved = [
+            r | {"answer": s["target"]}
+            for r, s in zip(train_rows, scored, strict=True)
+            if s["target"] != s["greedy"]
+        ]
+        kept = [
+            r | {"answer": s["target"]}
+            for r, s in zip(train_rows, scored, strict=True)
+            if s["target"] == s["greedy"]
+        ]
     t_score = time.perf_counter() - t_score
-    improved = [
-        r | {"answer": s["target"]}
-        for r, s in zip(train_rows, scored, strict=True)
-        if s["target"] != s["greedy"]
-    ]
-    kept = [
-        r | {"answer": s["target"]}
-        for r, s in zip(train_rows, scored, strict=True)
-        if s["target"] == s["greedy"]
-    ]
     log(f"targets: {len(improved)} improved, {len(kept)} kept as the model answers")
 
     rl_enc = tokenize_rows(tok, improved + kept, cfg.model.max_seq_length)
@@ -314,6 +334,7 @@ def _run(
                 (("answer loss [nats/token]", ("loss",)),))  # fmt: skip
     summary = {
         "init": str(init),
+        "targets": str(targets) if targets else None,
         "rl": {k: getattr(rl, k) for k in rl.__dataclass_fields__},
         "states": len(train_rows),
         "improved": len(improved),
@@ -325,6 +346,22 @@ def _run(
     }
     (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
     return summary
+
+
+def _gap_targets(
+    cfg: TrainConfig, targets: Path
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(improved, kept) rows of an ``oracle_gap`` folder, asked as the Oracle is
+    served (``data.serve_prompt_style``, else ``prompt_style``): the states are the
+    served Oracle's. Rows whose answer the prompt does not list are left out."""
+    from .oracle_gap import gap_rows
+    from .sft_rows import teacher_path
+
+    d = cfg.data
+    rows = gap_rows(targets, d.prompt_stations, d.serve_prompt_style or d.prompt_style,
+                    teacher_path(cfg), cfg.rl.margin)  # fmt: skip
+    rows = [r for r in rows if r["answer"]]
+    return [r for r in rows if r["improved"]], [r for r in rows if not r["improved"]]
 
 
 class _Schedule:
@@ -347,6 +384,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, required=True, help="output folder (resumable)")
     p.add_argument("--set", action="append", metavar="KEY=VALUE",
                    help="override a preset key, e.g. rl.steps=50")  # fmt: skip
+    p.add_argument("--targets", type=Path,
+                   help="an oracle_gap folder: its look-ahead labels on the learner's "
+                        "own states are the targets (no letters drawn)")  # fmt: skip
     args = p.parse_args(argv)
     try:
         cfg = config_with_overrides(args.config, args.set)
@@ -356,9 +396,10 @@ def main(argv: list[str] | None = None) -> int:
         p.error(f"--init {args.init}: no PEFT adapter there (adapter_config.json)")
     if not (args.labels / "episodes.jsonl").is_file():
         p.error(f"--labels {args.labels}: no optimum labels there (episodes.jsonl)")
-    summary = run(
-        cfg, args.labels, args.init, args.out, log=lambda m: print(m, flush=True)
-    )
+    if args.targets and not (args.targets / "episodes.jsonl").is_file():
+        p.error(f"--targets {args.targets}: no oracle_gap episodes there")
+    summary = run(cfg, args.labels, args.init, args.out,
+                  log=lambda m: print(m, flush=True), targets=args.targets)  # fmt: skip
     print(json.dumps({k: summary[k] for k in ("states", "improved", "before", "after")},
                      default=str))  # fmt: skip
     return 0

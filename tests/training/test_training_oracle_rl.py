@@ -110,3 +110,50 @@ def test_expert_iteration_scores_by_the_env_and_moves_the_adapter(tmp_path) -> N
     again = score_rows(model, tok, rows, cfg, Verdict(cfg), out / "scored.jsonl",
                        log=lambda *_: None)  # fmt: skip
     assert (out / "scored.jsonl").read_text() == before and len(again) == len(rows)
+
+
+@pytest.mark.slow
+def test_the_update_can_take_its_targets_from_the_learners_own_states(tmp_path):
+    """``--targets``: an ``oracle_gap`` folder's look-ahead labels are what it trains
+    on; nothing is drawn or scored here."""
+    pytest.importorskip("peft", reason="needs the train extra")
+    from safetensors.torch import load_file
+
+    from training.oracle_gap import gap_rows
+    from training.oracle_gap import main as gap_main
+    from training.oracle_rl import main
+
+    labels = tmp_path / "labels"
+    write_fake_labels(labels, range(0, 3))
+    gap = tmp_path / "gap"
+    assert gap_main(["--learner", "greedy_eta", "--scenarios", SCENARIO,
+                     "--seeds", "0:2", "--out", str(gap)]) == 0  # fmt: skip
+    base = load_config("cpu-smoke")
+    init = fresh_adapter(base, tmp_path / "init")
+    out = tmp_path / "rl"
+    sets = [
+        f"output_dir={json.dumps(str(tmp_path / 'sft'))}",
+        f'data.scenarios=["{SCENARIO}"]', "data.train_seeds=[0,2]",
+        "data.label_eval_seeds=[2,3]", "data.heldout_seeds=[900000,900001]",
+        "data.states_per_episode=2", "data.prompt_stations=3",
+        "sft.final_eval_states=2", "rl.eval_seeds=[30,31]",
+        "rl.eval_states_per_episode=2", "rl.horizon_ticks=4", "rl.steps=3",
+        "rl.batch_size=2", "rl.learning_rate=1e-2",
+    ]  # fmt: skip
+    args = ["--config", "cpu-smoke", "--labels", str(labels), "--init", str(init),
+            "--out", str(out), "--targets", str(gap)]  # fmt: skip
+    assert main([x for s in sets for x in ("--set", s)] + args) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    style = base.data.serve_prompt_style or base.data.prompt_style
+    rows = [r for r in gap_rows(gap, 3, style) if r["answer"]]
+    assert summary["targets"] == str(gap)
+    assert summary["states"] == len(rows) > 0
+    assert summary["improved"] == sum(r["improved"] for r in rows)
+    assert not (out / "scored.jsonl").exists() and not (out / "states.jsonl").exists()
+    a = load_file(str(init / "adapter_model.safetensors"))
+    b = load_file(str(out / "adapter" / "adapter_model.safetensors"))
+    assert any(not bool((a[k] == b[k]).all()) for k in a)
+    # a folder without oracle_gap's episodes: one line, exit 2
+    with pytest.raises(SystemExit) as e:
+        main([*args[:-1], str(tmp_path / "nowhere")])
+    assert e.value.code == 2
