@@ -248,6 +248,28 @@ def _same_players(out_dir: Path, learner: str, teacher: str, sha: str | None) ->
             )
 
 
+def against(out_dir: Path, other_dir: Path) -> str:
+    """The learner's return here minus in ``other_dir`` (another adapter, say), on
+    the (scenario, seed) episodes both hold: a Markdown table, paired per scenario
+    (mean, 95 % CI, paired t-test p)."""
+    from evaluation.stats import paired
+
+    def runs(d: Path) -> dict[str, dict[int, dict[str, float]]]:
+        out: dict[str, dict[int, dict[str, float]]] = defaultdict(dict)
+        for e in load_records(d / EPISODES_FILE):
+            out[e["scenario"]][e["seed"]] = {"return": e["learner_return"]}
+        return out
+
+    mine, theirs = runs(out_dir), runs(other_dir)
+    lines = [f"| scenario | n | return here - in {other_dir.name} | p |",
+             "|---|---:|---|---:|"]  # fmt: skip
+    for sc in sorted(set(mine) & set(theirs)):
+        d = paired(mine[sc], theirs[sc], "return")
+        lines.append(f"| {sc} | {d['n']:.0f} | {d['mean_diff']:+.2f} ± "
+                     f"{d.get('ci95', float('nan')):.2f} | {d.get('t_p', float('nan')):.2g} |")  # fmt: skip
+    return "\n".join(lines)
+
+
 def _seeds(text: str) -> range:
     try:
         lo, hi = (int(x) for x in text.split(":"))
@@ -274,6 +296,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--workers", type=int, default=1)
     p.add_argument("--threads", type=int, default=1, help="llama.cpp threads a worker")
     p.add_argument("--report", action="store_true", help="only summarise --out")
+    p.add_argument("--against", type=Path,
+                   help="another oracle_gap folder: the learner's return here minus there, "
+                        "paired by seed")  # fmt: skip
     a = p.parse_args(argv)
     from evgrid_core.policies import make_policy
 
@@ -298,6 +323,12 @@ def main(argv: list[str] | None = None) -> int:
     summary = summarize(a.out)
     (a.out / "gap.json").write_text(json.dumps(summary, indent=1) + "\n")
     print(report_table(summary))
+    if a.against:
+        if not load_records(a.against / EPISODES_FILE):
+            print(f"error: no finished episode in {a.against}", file=sys.stderr)
+            return 2
+        print()
+        print(against(a.out, a.against))
     return 0
 
 

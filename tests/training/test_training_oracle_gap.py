@@ -107,3 +107,23 @@ def test_rows_label_the_learners_states_with_the_better_line(tmp_path) -> None:
     assert any(r["improved"] for r in rows)
     # a margin no look-ahead beats: every answer is the learner's own
     assert not any(r["improved"] for r in gap_rows(out, 3, "v1+on_time", margin=1e9))
+
+
+def test_against_pairs_two_learners_returns_by_seed(tmp_path, capsys) -> None:
+    a, b = tmp_path / "a", tmp_path / "b"
+    for who, out, seeds in (("greedy_eta", a, "0:3"), ("nearest", b, "1:4")):
+        assert main(["--learner", who, "--scenarios", SCENARIO, "--seeds", seeds,
+                     "--out", str(out)]) == 0  # fmt: skip
+    capsys.readouterr()
+    assert main(["--report", "--out", str(a), "--against", str(b)]) == 0
+    table = capsys.readouterr().out
+
+    def returns(out):  # noqa: ANN001, ANN202
+        rows = (out / "episodes.jsonl").read_text().splitlines()
+        return {e["seed"]: e["learner_return"] for e in map(json.loads, rows)}
+
+    ra, rb = returns(a), returns(b)
+    d = [ra[s] - rb[s] for s in (1, 2)]  # the seeds both hold
+    line = next(x for x in table.splitlines() if x.startswith(f"| {SCENARIO} | 2 |"))
+    assert f"{sum(d) / 2:+.2f} ±" in line
+    assert main(["--report", "--out", str(a), "--against", str(tmp_path / "c")]) == 2
