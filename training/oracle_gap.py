@@ -304,10 +304,13 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         names = check_scenarios(a.scenarios.split(","))
-        for pol in (a.learner, a.teacher):
-            make_policy(pol)
         if a.adapter and not Path(a.adapter).is_file():
             raise ValueError(f"no adapter at {a.adapter}")
+        for pol in (a.learner, a.teacher):  # unknown: an error; the Oracle's model
+            # with another adapter is folded here once, not by each worker at once
+            make_policy(
+                pol, **({"adapter": a.adapter} if pol == "oracle" and a.adapter else {})
+            )
         if not a.report:
             _same_players(
                 a.out, a.learner, a.teacher, adapter_sha(a.learner, a.adapter)
