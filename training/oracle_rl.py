@@ -263,7 +263,8 @@ def _run(
     held_opt = eval_subset(
         sft_data["heldout_optimum"], cfg.sft.final_eval_states, cfg.seed
     )
-    log(f"states: {len(train_rows)} to improve on, {len(eval_rows)} to measure on "
+    where = f"the learner's own in {targets}" if targets else f"{len(train_rows)}"
+    log(f"states: {where} to improve on, {len(eval_rows)} to measure on "
         f"({time.perf_counter() - t0:.0f} s)")  # fmt: skip
 
     model, tok, _ = load_model(base_model_path(cfg), cfg, "cpu", train_dtype="float32")
