@@ -248,6 +248,36 @@ def _same_players(out_dir: Path, learner: str, teacher: str, sha: str | None) ->
             )
 
 
+def plot(summary: dict[str, Any], path: Path) -> Path:
+    """Bars: per scenario, the look-ahead's learner - teacher return summed over an
+    episode for each kind of disagreement (95 % CI over episodes)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    scenarios, kinds = list(summary), KINDS[:3]
+    fig, ax = plt.subplots(figsize=(1.8 + 1.6 * len(scenarios), 3.4))
+    width = 0.8 / len(kinds)
+    for j, k in enumerate(kinds):
+        m = [summary[sc][k]["gap_per_episode"][0] for sc in scenarios]
+        ci = [summary[sc][k]["gap_per_episode"][1] for sc in scenarios]
+        xs = [i + (j - 1) * width for i in range(len(scenarios))]
+        ax.bar(xs, m, width, yerr=[0 if c != c else c for c in ci], capsize=3,
+               label={"kind": "charger kind (same station)", "station": "station",
+                      "defer": "a DEFER on either side"}[k])  # fmt: skip
+    ax.axhline(0, color="black", lw=0.8)
+    ax.set_xticks(range(len(scenarios)), scenarios, fontsize=8)
+    ax.set_ylabel("learner - teacher, return an episode")
+    ax.set_title("where the learner loses to its teacher (look-ahead)", fontsize=9)
+    ax.legend(fontsize=7)
+    ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
 def against(out_dir: Path, other_dir: Path) -> str:
     """The learner's return here minus in ``other_dir`` (another adapter, say), on
     the (scenario, seed) episodes both hold: a Markdown table, paired per scenario
@@ -325,6 +355,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     summary = summarize(a.out)
     (a.out / "gap.json").write_text(json.dumps(summary, indent=1) + "\n")
+    plot(summary, a.out / "gap.png")
     print(report_table(summary))
     if a.against:
         if not load_records(a.against / EPISODES_FILE):

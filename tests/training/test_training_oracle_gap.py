@@ -74,6 +74,7 @@ def test_the_runner_resumes_refuses_other_players_and_summarises(tmp_path, capsy
         pytest.approx(s["all"]["per_episode"])
     )
     assert json.loads((out / "gap.json").read_text())[SCENARIO]["episodes"] == 3
+    assert (out / "gap.png").stat().st_size > 1000
     # another learner into the same folder: refused, nothing written
     assert main(["--learner", "nearest", *args[2:], "--seeds", "0:4"]) == 2
     assert "holds greedy_eta" in capsys.readouterr().err
