@@ -34,7 +34,13 @@ from evgrid_core import EVGridEnv, format_action
 from evgrid_core.actions import Defer, Route, parse_action
 from evgrid_core.charging import plug_kw
 
-from .labels import DECISIONS_FILE, EPISODES_FILE, check_scenarios, episode_runs
+from .labels import (
+    DECISIONS_FILE,
+    EPISODES_FILE,
+    check_scenarios,
+    episode_runs,
+    parse_seeds,
+)
 from .rewards import rollout
 
 KINDS = ("kind", "station", "defer", "other")  # what the two picks differ in
@@ -172,10 +178,13 @@ def gap_rows(
 
 
 def _mean_ci(x: list[float]) -> tuple[float, float]:
+    """Mean and 95 % CI half-width (Student t, as the report's)."""
+    from evaluation.stats import t95
+
     a = np.asarray(x, dtype=float)
     if len(a) < 2:
         return (float(a.mean()) if len(a) else float("nan")), float("nan")
-    return float(a.mean()), float(1.96 * a.std(ddof=1) / np.sqrt(len(a)))
+    return float(a.mean()), float(t95(len(a)) * a.std(ddof=1) / np.sqrt(len(a)))
 
 
 def summarize(out_dir: Path) -> dict[str, Any]:
@@ -300,23 +309,15 @@ def against(out_dir: Path, other_dir: Path) -> str:
     return "\n".join(lines)
 
 
-def _seeds(text: str) -> range:
-    try:
-        lo, hi = (int(x) for x in text.split(":"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"seeds as FROM:TO, got {text!r}") from None
-    if not 0 <= lo < hi:
-        raise argparse.ArgumentTypeError(f"seeds need 0 <= FROM < TO, got {text!r}")
-    return range(lo, hi)
-
-
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python3 -m training.oracle_gap",
                                 description=__doc__.split("\n\n")[0])  # fmt: skip
     p.add_argument(
         "--scenarios", default="evening_peak,heatwave,festival_surge,feeder_fault"
     )
-    p.add_argument("--seeds", type=_seeds, default=range(50, 54), help="FROM:TO")
+    p.add_argument("--seeds", default="50:54",
+                   help="FIRST:LAST (LAST excluded); the held-out seeds are refused: "
+                        "rows here are labels, and the report's seeds are for evgrid compare")  # fmt: skip
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--learner", default="oracle")
     p.add_argument("--teacher", default="distilled")
@@ -334,6 +335,7 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         names = check_scenarios(a.scenarios.split(","))
+        seeds = parse_seeds(a.seeds)
         if a.adapter and not Path(a.adapter).is_file():
             raise ValueError(f"no adapter at {a.adapter}")
         for pol in (a.learner, a.teacher):  # unknown: an error; the Oracle's model
@@ -346,7 +348,7 @@ def main(argv: list[str] | None = None) -> int:
                 a.out, a.learner, a.teacher, adapter_sha(a.learner, a.adapter)
             )
             episode_runs(gap_episode, (a.learner, a.teacher, a.threads, a.adapter),
-                         names, a.seeds, a.out, workers=a.workers)  # fmt: skip
+                         names, seeds, a.out, workers=a.workers)  # fmt: skip
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
