@@ -120,11 +120,11 @@ def adapter_sha(learner: str, adapter: str | None) -> str | None:
     another learner."""
     if learner != "oracle":
         return None
-    import hashlib
-
     from oracle.shipped import SHIPPED_ADAPTER
 
-    return hashlib.sha256(Path(adapter or SHIPPED_ADAPTER).read_bytes()).hexdigest()
+    from .sft_ship import sha256
+
+    return sha256(Path(adapter or SHIPPED_ADAPTER))
 
 
 def _line(a: Any) -> str:
