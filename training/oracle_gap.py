@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from evaluation.runner import load_records
-from evgrid_core import EVGridEnv, format_action
+from evgrid_core import EVGridEnv, aggregate, format_action
 from evgrid_core.actions import Defer, Route, parse_action
 from evgrid_core.charging import plug_kw
 
@@ -178,13 +178,9 @@ def gap_rows(
 
 
 def _mean_ci(x: list[float]) -> tuple[float, float]:
-    """Mean and 95 % CI half-width (Student t, as the report's)."""
-    from evaluation.stats import t95
-
-    a = np.asarray(x, dtype=float)
-    if len(a) < 2:
-        return (float(a.mean()) if len(a) else float("nan")), float("nan")
-    return float(a.mean()), float(t95(len(a)) * a.std(ddof=1) / np.sqrt(len(a)))
+    """Mean and 95 % CI half-width (``evgrid_core.aggregate``, as the report's)."""
+    a = aggregate({"x": v} for v in x).get("x")
+    return (a["mean"], a["ci95"]) if a else (float("nan"), float("nan"))
 
 
 def summarize(out_dir: Path) -> dict[str, Any]:
@@ -338,12 +334,11 @@ def main(argv: list[str] | None = None) -> int:
         seeds = parse_seeds(a.seeds)
         if a.adapter and not Path(a.adapter).is_file():
             raise ValueError(f"no adapter at {a.adapter}")
-        for pol in (a.learner, a.teacher):  # unknown: an error; the Oracle's model
-            # with another adapter is folded here once, not by each worker at once
-            make_policy(
-                pol, **({"adapter": a.adapter} if pol == "oracle" and a.adapter else {})
-            )
         if not a.report:
+            for pol in (a.learner, a.teacher):  # unknown: an error; the Oracle's model
+                # with another adapter is folded here once, not by each worker at once
+                kw = {"adapter": a.adapter} if pol == "oracle" and a.adapter else {}
+                make_policy(pol, **kw)
             _same_players(
                 a.out, a.learner, a.teacher, adapter_sha(a.learner, a.adapter)
             )
